@@ -1,0 +1,59 @@
+"""Typed errors raised by the core and the backends; the handlers map each to one HTTP status."""
+
+from __future__ import annotations
+
+
+class HyperPodError(Exception):
+    """Base error: `code` is stable for clients, `message` is for a person, `field` names the input."""
+
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"code": self.code, "message": self.message, "field": self.field}
+
+
+class InvalidRequest(HyperPodError):
+    status = 400
+    code = "invalid_request"
+
+
+class PathNotAllowed(HyperPodError):
+    """A path that would leave the user's partition."""
+
+    status = 403
+    code = "path_not_allowed"
+
+
+class Forbidden(HyperPodError):
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(HyperPodError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(HyperPodError):
+    status = 409
+    code = "conflict"
+
+
+class BackendUnavailable(HyperPodError):
+    """The orchestrator (slurmctld, the Kubernetes API, AWS) cannot be reached right now."""
+
+    status = 503
+    code = "backend_unavailable"
+
+
+class BackendError(HyperPodError):
+    """The orchestrator answered, but refused or failed the request."""
+
+    status = 502
+    code = "backend_error"

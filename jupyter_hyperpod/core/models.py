@@ -1,0 +1,268 @@
+"""The domain model shared by the REST API, the panel, the magics, the CLI and every backend.
+
+One `JobSpec` describes a job whatever the orchestrator; pydantic gives field-level messages for
+bad input and the JSON schemas of the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+JOB_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$"
+"""RFC 1123 label, short enough for Kubernetes to append pod suffixes; valid for Slurm too."""
+
+ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class JobState(str, Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GpuCount(BaseModel):
+    total: int = 0
+    allocated: int = 0
+    type: str | None = Field(None, description="GPU model or GRES type, e.g. 'a100' or 'nvidia.com/gpu'")
+
+
+class Node(BaseModel):
+    name: str
+    state: str = Field(description="Orchestrator state: idle, mixed, allocated, drained, down, ready, not-ready...")
+    health: Literal["healthy", "degraded", "unhealthy", "unknown"] = "unknown"
+    health_detail: str | None = Field(None, description="Why the node is not healthy (drain reason, health label)")
+    instance_type: str | None = None
+    instance_group: str | None = None
+    cpus: int = 0
+    memory_mb: int = 0
+    gpus: GpuCount = Field(default_factory=GpuCount)
+    efa: int = 0
+    partitions: list[str] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Capabilities(BaseModel):
+    """What the configured backend can do, so that clients hide what it cannot."""
+
+    cancel: bool = True
+    follow_logs: bool = True
+    per_rank_logs: bool = True
+    metrics: bool = True
+    multi_node: bool = False
+    gpus: bool = False
+    job_kinds: list[str] = Field(default_factory=list, description="Kubernetes job kinds accepted")
+    render_format: Literal["command", "sbatch", "manifest"] = "command"
+
+
+class FileSystemInfo(BaseModel):
+    root: str = Field(description="Where the shared file system is mounted on this (IDE) machine")
+    cluster_root: str = Field(description="Where the cluster's jobs see the same file system")
+    partition: str = Field(description="The user's partition, absolute on this machine")
+    partition_mode: str
+    contents_path: str | None = Field(
+        None, description="The partition as a JupyterLab contents path, when it is inside the server root"
+    )
+    fsx: dict[str, Any] | None = Field(None, description="FSx for Lustre details when discovered through AWS")
+
+
+class ClusterInfo(BaseModel):
+    orchestrator: Literal["local", "slurm", "kubernetes"]
+    name: str
+    user: str
+    filesystem: FileSystemInfo
+    capabilities: Capabilities
+    mlflow_uri: str | None = None
+    default_template: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict, description="Backend-specific facts (AWS cluster ARN...)")
+
+
+class FileEntry(BaseModel):
+    name: str
+    type: Literal["file", "directory", "symlink", "other"]
+    size: int
+    mtime: float
+
+
+class FileListing(BaseModel):
+    path: str = Field(description="Partition-relative path of the listed directory ('' is the partition root)")
+    entries: list[FileEntry]
+    total: int
+    offset: int
+    limit: int
+    sort: str
+
+
+class JobSpec(StrictModel):
+    """A job, as the panel, the magics, the CLI and the REST API all submit it."""
+
+    name: str = Field(pattern=JOB_NAME_PATTERN, description="Lowercase letters, digits and '-' (RFC 1123)")
+    command: list[str] = Field(min_length=1, description="Program and arguments; a .py program runs with Python")
+    workdir: str = Field("", description="Working directory, relative to the partition root")
+    nodes: int = Field(1, ge=1, le=4096)
+    procs_per_node: int = Field(1, ge=1, le=256, description="Processes (ranks) per node")
+    gpus_per_node: int = Field(0, ge=0, le=64)
+    env: dict[str, str] = Field(default_factory=dict)
+    launcher: Literal["auto", "torchrun", "plain"] = Field(
+        "auto",
+        description="torchrun starts the ranks (multi-node rendezvous); plain runs the command once per rank "
+        "with the torch.distributed variables set; auto picks torchrun on multi-node clusters",
+    )
+    time_limit_minutes: int | None = Field(None, ge=1, le=60 * 24 * 60)
+    queue: str | None = Field(None, description="Slurm partition or Kubernetes queue name")
+    image: str | None = Field(None, description="Container image (Kubernetes)")
+    kind: str | None = Field(None, description="Kubernetes job kind: PyTorchJob or HyperPodPyTorchJob")
+    auto_resume: bool = Field(False, description="Restart on node failure (HyperPod auto-resume)")
+    max_retries: int = Field(0, ge=0, le=100)
+    efa_per_node: int = Field(0, ge=0, le=32)
+    healthy_nodes_only: bool = Field(False, description="Only schedule on nodes that passed health checks")
+    template: str | None = Field(None, description="The template this spec was built from, if any")
+    params: dict[str, Any] = Field(default_factory=dict, description="The template parameters used")
+
+    @field_validator("command")
+    @classmethod
+    def _command_not_blank(cls, value: list[str]) -> list[str]:
+        if not value or not value[0].strip():
+            raise ValueError("the command needs a program to run")
+        if any("\x00" in part for part in value):
+            raise ValueError("arguments cannot contain NUL bytes")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not ENV_NAME_PATTERN.match(key):
+                raise ValueError(f"'{key}' is not a valid environment variable name")
+            if "\x00" in item:
+                raise ValueError(f"the value of {key} contains a NUL byte")
+        return value
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir_text(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("the path contains a NUL byte")
+        return value
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.procs_per_node
+
+
+class TemplateSubmission(StrictModel):
+    """Submit a job from a template: `params` are checked against the template's parameters."""
+
+    name: str = Field(pattern=JOB_NAME_PATTERN)
+    template: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class TemplateParam(BaseModel):
+    name: str
+    title: str
+    type: Literal["string", "integer", "number", "boolean", "path", "choice", "text"]
+    default: Any = None
+    required: bool = False
+    description: str = ""
+    choices: list[str] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    group: str = Field("job", description="Form section: job, resources, training, advanced")
+
+
+class TemplateInfo(BaseModel):
+    name: str
+    title: str
+    description: str
+    params: list[TemplateParam]
+
+
+class Rendered(BaseModel):
+    format: Literal["command", "sbatch", "manifest"]
+    language: Literal["shell", "yaml", "json"]
+    text: str = Field(description="Exactly what will be submitted")
+    spec: JobSpec = Field(description="The job spec after templates and defaults")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class RankInfo(BaseModel):
+    rank: int
+    node: str | None = None
+    state: str | None = None
+    exit_code: int | None = None
+    restarts: int = 0
+    log: str | None = Field(None, description="Where this rank's log is, when it is a file")
+
+
+class Job(BaseModel):
+    id: str
+    name: str
+    user: str
+    orchestrator: str
+    backend_id: str | None = Field(None, description="Slurm job id, Kubernetes object name, local process group")
+    state: JobState
+    state_reason: str | None = None
+    created: float
+    started: float | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    ranks: list[RankInfo] = Field(default_factory=list)
+    spec: JobSpec
+    events: list[str] = Field(default_factory=list, description="Recent orchestrator events for this job")
+    mlflow_run_url: str | None = None
+
+
+class JobList(BaseModel):
+    jobs: list[Job]
+    total: int
+
+
+class LogSnapshot(BaseModel):
+    rank: int
+    text: str
+    start_offset: int = Field(description="Byte offset of the first character of text in the rank's log")
+    offset: int = Field(description="Byte offset just after text: follow from here")
+    truncated: bool = Field(description="True when older lines exist before text")
+
+
+class MetricPoint(BaseModel):
+    step: int
+    value: float
+    timestamp: float
+
+
+class MlflowRunInfo(BaseModel):
+    run_id: str
+    experiment_id: str
+    status: str
+    url: str | None = None
+
+
+class JobMetrics(BaseModel):
+    run: MlflowRunInfo | None = None
+    metrics: dict[str, list[MetricPoint]] = Field(default_factory=dict)
+    message: str | None = Field(None, description="Why no metrics are shown, when none are")
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody

@@ -1,0 +1,100 @@
+"""User-facing configuration (traitlets), shared by the server extension, the CLI and the magics.
+
+`HyperPodApp` (the server extension) inherits these traits, so `c.HyperPodApp.orchestrator = "slurm"`
+and `c.HyperPodSettings.orchestrator = "slurm"` both work; the CLI and the magics without a server
+read the same config files into a bare `HyperPodSettings`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import glob
+import json
+import os
+from pathlib import Path
+
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import Enum, Float, Int, Unicode, default
+from traitlets.config import Configurable
+
+STUDIO_METADATA = "/opt/ml/metadata/resource-metadata.json"
+STUDIO_FSX_GLOB = "/mnt/custom-file-systems/fsx_lustre/*"
+
+
+class HyperPodSettings(Configurable):
+    orchestrator = Enum(
+        ["auto", "local", "slurm", "kubernetes"],
+        default_value="auto",
+        config=True,
+        help="Which cluster to drive. auto: kubernetes when a kubeconfig context exists, slurm when "
+        "`sinfo` answers, else local (this machine as a one-node cluster).",
+    )
+    shared_fs_root = Unicode(
+        "",
+        config=True,
+        help="Where the cluster's shared file system (FSx for Lustre...) is mounted on this machine. "
+        "Default: $HYPERPOD_FS_ROOT, Studio's FSx mount, /fsx, else ~/hyperpod-fs (created).",
+    )
+    cluster_fs_root = Unicode(
+        "",
+        config=True,
+        help="Where jobs see the same file system (pods: /data, Slurm nodes: /fsx). Default: the "
+        "backend's default; for local and Slurm, the same path as shared_fs_root.",
+    )
+    partition = Unicode(
+        "shared",
+        config=True,
+        help="The part of the file system this user works in: 'shared' (<root>/shared), 'user' "
+        "(<root>/<user>) or an explicit path inside the root ('/' for the whole root).",
+    )
+    user = Unicode(
+        "",
+        config=True,
+        help="User name. Default: UserProfileName from Studio's metadata file, else the OS user.",
+    )
+    studio_metadata_path = Unicode(STUDIO_METADATA, config=True, help="SageMaker Studio's metadata file.")
+    job_store = Unicode("", config=True, help="SQLite file of the job history. Default: <jupyter data dir>/hyperpod/jobs.sqlite")
+    mlflow_tracking_uri = Unicode(
+        "",
+        config=True,
+        help="MLflow tracking URI given to jobs and read for metrics: sqlite:///..., http(s)://... or a "
+        "SageMaker MLflow ARN. Default: $MLFLOW_TRACKING_URI, else sqlite in the partition.",
+    )
+    local_max_parallel_jobs = Int(2, config=True, help="Local backend: jobs running at once; more wait PENDING.")
+    default_template = Unicode("script", config=True, help="Template the submit form starts with.")
+    cluster_python = Unicode("python3", config=True, help="Python interpreter on the cluster's nodes.")
+    refresh_interval = Float(2.0, config=True, help="Seconds between job status refreshes on the server.")
+
+    @default("shared_fs_root")
+    def _default_fs_root(self) -> str:
+        if os.environ.get("HYPERPOD_FS_ROOT"):
+            return os.environ["HYPERPOD_FS_ROOT"]
+        studio_mounts = sorted(glob.glob(STUDIO_FSX_GLOB))
+        if len(studio_mounts) == 1:
+            return studio_mounts[0]
+        if os.path.isdir("/fsx"):
+            return "/fsx"
+        return str(Path.home() / "hyperpod-fs")
+
+    @default("user")
+    def _default_user(self) -> str:
+        return studio_user_profile(self.studio_metadata_path) or getpass.getuser()
+
+    @default("job_store")
+    def _default_job_store(self) -> str:
+        return str(Path(jupyter_data_dir()) / "hyperpod" / "jobs.sqlite")
+
+    @default("mlflow_tracking_uri")
+    def _default_mlflow(self) -> str:
+        return os.environ.get("MLFLOW_TRACKING_URI", "")
+
+
+def studio_user_profile(metadata_path: str) -> str | None:
+    """The Studio user profile name, or None outside Studio or in a shared space."""
+    try:
+        with open(metadata_path, encoding="utf-8") as handle:
+            metadata = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    name = metadata.get("UserProfileName")
+    return name if isinstance(name, str) and name else None
