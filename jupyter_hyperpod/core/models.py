@@ -125,6 +125,9 @@ class JobSpec(StrictModel):
     queue: str | None = Field(None, description="Slurm partition or Kubernetes queue name")
     image: str | None = Field(None, description="Container image (Kubernetes)")
     kind: str | None = Field(None, description="Kubernetes job kind: PyTorchJob or HyperPodPyTorchJob")
+    namespace: str | None = Field(
+        None, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description="Kubernetes namespace (one the admin allows)"
+    )
     auto_resume: bool = Field(False, description="Restart on node failure (HyperPod auto-resume)")
     max_retries: int = Field(0, ge=0, le=100)
     efa_per_node: int = Field(0, ge=0, le=32)
