@@ -141,8 +141,11 @@ class FileLogReader(LogReader):
             self._handle = None
 
 
-class Orchestrator(LoggingConfigurable, ABC):
-    """A cluster that runs jobs. Subclasses are traitlets Configurables: `c.<ClassName>.<trait>`."""
+class Orchestrator(LoggingConfigurable):
+    """A cluster that runs jobs. Subclasses are traitlets Configurables: `c.<ClassName>.<trait>`.
+
+    Every method but `details` and `close` must be implemented (traitlets' metaclass rules out ABC).
+    """
 
     kind: ClassVar[Literal["local", "slurm", "kubernetes"]]
     default_cluster_fs_root: ClassVar[str | None] = None
@@ -152,36 +155,36 @@ class Orchestrator(LoggingConfigurable, ABC):
         super().__init__(parent=settings, **kwargs)
         self.settings = settings
 
-    @abstractmethod
-    def cluster_name(self) -> str: ...
+    def cluster_name(self) -> str:
+        raise NotImplementedError
 
-    @abstractmethod
-    def capabilities(self) -> Capabilities: ...
+    def capabilities(self) -> Capabilities:
+        raise NotImplementedError
 
     def details(self) -> dict[str, Any]:
         """Backend-specific facts for `GET cluster` (AWS ARN, Slurm version...)."""
         return {}
 
-    @abstractmethod
-    def list_nodes(self) -> list[Node]: ...
+    def list_nodes(self) -> list[Node]:
+        raise NotImplementedError
 
-    @abstractmethod
     def render(self, launch: Launch) -> RenderedJob:
         """Exactly what `submit` would send, for the preview."""
+        raise NotImplementedError
 
-    @abstractmethod
     def submit(self, launch: Launch) -> JobUpdate:
         """Start (or queue) the job; returns at least backend_id and state."""
+        raise NotImplementedError
 
-    @abstractmethod
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
         """Current status of unfinished jobs in ONE batched query; keyed by job id."""
+        raise NotImplementedError
 
-    @abstractmethod
-    def cancel(self, job: StoredJob) -> JobUpdate: ...
+    def cancel(self, job: StoredJob) -> JobUpdate:
+        raise NotImplementedError
 
-    @abstractmethod
-    def log_reader(self, job: StoredJob, rank: int) -> LogReader: ...
+    def log_reader(self, job: StoredJob, rank: int) -> LogReader:
+        raise NotImplementedError
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Stop background threads."""

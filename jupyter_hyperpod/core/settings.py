@@ -64,6 +64,7 @@ class HyperPodSettings(Configurable):
     default_template = Unicode("script", config=True, help="Template the submit form starts with.")
     cluster_python = Unicode("python3", config=True, help="Python interpreter on the cluster's nodes.")
     refresh_interval = Float(2.0, config=True, help="Seconds between job status refreshes on the server.")
+    heartbeat_interval = Float(15.0, config=True, help="Seconds between heartbeats on a followed log stream.")
 
     @default("shared_fs_root")
     def _default_fs_root(self) -> str:

@@ -1,0 +1,93 @@
+"""The Jupyter server extension: configuration, the service, the routes and a status refresher."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from tornado.ioloop import PeriodicCallback
+
+from .core.errors import HyperPodError
+from .core.service import HyperPodService
+from .core.settings import HyperPodSettings
+from .handlers import (
+    JOB_ID,
+    ClusterHandler,
+    FilesHandler,
+    JobHandler,
+    JobsHandler,
+    LogsHandler,
+    LogStreamHandler,
+    MetricsHandler,
+    NodesHandler,
+    OpenAPIHandler,
+    RenderHandler,
+    TemplatesHandler,
+)
+
+API = "hyperpod/api"
+
+ROUTES: list[tuple[str, type]] = [
+    (f"{API}/openapi.json", OpenAPIHandler),
+    (f"{API}/cluster", ClusterHandler),
+    (f"{API}/nodes", NodesHandler),
+    (f"{API}/files", FilesHandler),
+    (f"{API}/templates", TemplatesHandler),
+    (f"{API}/jobs/render", RenderHandler),
+    (f"{API}/jobs", JobsHandler),
+    (f"{API}/jobs/{JOB_ID}", JobHandler),
+    (f"{API}/jobs/{JOB_ID}/logs", LogsHandler),
+    (f"{API}/jobs/{JOB_ID}/logs/stream", LogStreamHandler),
+    (f"{API}/jobs/{JOB_ID}/metrics", MetricsHandler),
+]
+
+
+class HyperPodApp(ExtensionApp, HyperPodSettings):
+    """`c.HyperPodApp.<trait>` (or `c.HyperPodSettings.<trait>`) configures the extension."""
+
+    name = "jupyter_hyperpod"
+    service: HyperPodService | None = None
+    _refresher: PeriodicCallback | None = None
+    _refreshing = False
+
+    def initialize_settings(self) -> None:
+        executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="hyperpod")
+        self.service = HyperPodService(self)
+        self.service.server_root = Path(self.serverapp.root_dir) if self.serverapp else None
+        self.settings.update(hyperpod_service=self.service, hyperpod_executor=executor)
+        self._executor = executor
+        self.log.info(
+            "jupyter-hyperpod: %s cluster, partition %s, user %s",
+            self.service.orchestrator.kind, self.service.partition.root, self.user,
+        )
+        self._refresher = PeriodicCallback(self._refresh, self.refresh_interval * 1000)
+        self._refresher.start()
+
+    async def _refresh(self) -> None:
+        """Keeps job states moving (and local pending jobs starting) with nobody watching."""
+        if self._refreshing or self.service is None:
+            return
+        self._refreshing = True
+        try:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._executor, lambda: self.service.refresh(max_age=0))  # type: ignore[union-attr]
+        except HyperPodError as error:
+            self.log.debug("job refresh skipped: %s", error.message)
+        except Exception:
+            self.log.exception("job refresh failed")
+        finally:
+            self._refreshing = False
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(ROUTES)
+
+    async def stop_extension(self) -> None:
+        if self._refresher is not None:
+            self._refresher.stop()
+        if self.service is not None:
+            self.service.close()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+

@@ -1,0 +1,312 @@
+"""`local`: this machine as a one-node cluster, the default that needs no cluster and no cloud."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ..core.errors import InvalidRequest
+from ..core.launch import program_argv, shell_join
+from ..core.models import Capabilities, GpuCount, JobState, Node, RankInfo
+from .base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
+from .local_runner import LAUNCH_FILE, read_status, write_status
+
+CANCEL_GRACE_SECONDS = 15.0
+
+
+def detect_gpus() -> list[tuple[int, str]]:
+    """(index, name) of each NVIDIA GPU that nvidia-smi reports; [] without one."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        result = subprocess.run(
+            [smi, "--query-gpu=index,name", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    gpus = []
+    for line in result.stdout.splitlines():
+        index, _, name = line.partition(",")
+        if index.strip().isdigit():
+            gpus.append((int(index), name.strip()))
+    return gpus
+
+
+def _pid_alive(pid: int | None, job_dir: Path) -> bool:
+    """True when pid runs and is this job's supervisor (pids are reused after a reboot)."""
+    if not pid:
+        return False
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return str(job_dir) in process.cmdline()
+    except (psutil.Error, OSError):
+        return False
+
+
+class LocalOrchestrator(Orchestrator):
+    kind = "local"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._gpus = detect_gpus()
+        self._lock = threading.RLock()
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        """Supervisors this process started (kept to reap them)."""
+        self._active: dict[str, Path] = {}
+        """Started, unfinished jobs (also those found again after a server restart)."""
+        self._pending: list[str] = []
+
+    # -- cluster -------------------------------------------------------------------------
+    def cluster_name(self) -> str:
+        return socket.gethostname()
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(multi_node=False, gpus=bool(self._gpus), render_format="command")
+
+    def details(self) -> dict[str, Any]:
+        return {"max_parallel_jobs": self.settings.local_max_parallel_jobs, "python": sys.executable}
+
+    def list_nodes(self) -> list[Node]:
+        running = self._running_jobs()
+        cpus = os.cpu_count() or 1
+        used_procs = sum(job["world_size"] for job in running)
+        allocated_gpus = sum(len(job.get("gpus", [])) for job in running)
+        state = "idle" if not running else "allocated" if used_procs >= cpus else "mixed"
+        memory = psutil.virtual_memory()
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+        return [
+            Node(
+                name=socket.gethostname(),
+                state=state,
+                health="healthy",
+                health_detail=f"load {load:.2f}, {memory.percent:.0f}% memory used, {len(running)} job(s) running",
+                instance_type="local",
+                cpus=cpus,
+                memory_mb=memory.total // (1024 * 1024),
+                gpus=GpuCount(
+                    total=len(self._gpus), allocated=allocated_gpus, type=self._gpus[0][1] if self._gpus else None
+                ),
+                partitions=["local"],
+            )
+        ]
+
+    # -- jobs ----------------------------------------------------------------------------
+    def _check(self, launch: Launch) -> list[str]:
+        spec = launch.spec
+        if spec.nodes != 1:
+            raise InvalidRequest("the local cluster has one node: set nodes to 1", field="nodes")
+        if spec.gpus_per_node > len(self._gpus):
+            have = f"{len(self._gpus)} GPU(s)" if self._gpus else "no GPU"
+            raise InvalidRequest(f"this machine has {have}; ask for at most {len(self._gpus)}", field="gpus_per_node")
+        warnings = []
+        if spec.image:
+            warnings.append("the local cluster runs on this machine directly: the container image is ignored")
+        if spec.launcher == "torchrun":
+            warnings.append("the local cluster starts the ranks itself, with the variables torchrun sets")
+        return warnings
+
+    def _argv(self, launch: Launch) -> list[str]:
+        return program_argv(launch.command, sys.executable)
+
+    def render(self, launch: Launch) -> RenderedJob:
+        warnings = self._check(launch)
+        spec = launch.spec
+        world = spec.world_size
+        lines = [
+            f"# local cluster ({socket.gethostname()}): {world} process(es), one log per rank in {launch.job_dir}",
+            f"cd {shell_join([launch.workdir])}",
+        ]
+        env = " ".join(f"{k}={shell_join([v])}" for k, v in sorted(launch.env.items()))
+        for rank in range(world):
+            variables = (
+                f"RANK={rank} LOCAL_RANK={rank} WORLD_SIZE={world} MASTER_ADDR=127.0.0.1 MASTER_PORT=<free port>"
+            )
+            log = shell_join([f"{launch.job_dir}/rank-{rank}.log"])
+            lines.append(f"{env} {variables} {shell_join(self._argv(launch))} > {log} 2>&1 &")
+        return RenderedJob(format="command", language="shell", text="\n".join(lines) + "\n", warnings=warnings)
+
+    def submit(self, launch: Launch) -> JobUpdate:
+        self._check(launch)
+        job_dir = launch.job_dir_local
+        job_dir.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "job_id": launch.job_id,
+            "argv": self._argv(launch),
+            "workdir": launch.workdir,
+            "env": launch.env,
+            "world_size": launch.spec.world_size,
+            "gpus_per_node": launch.spec.gpus_per_node,
+        }
+        (job_dir / LAUNCH_FILE).write_text(json.dumps(payload), encoding="utf-8")
+        data = {"job_dir": str(job_dir), "world_size": launch.spec.world_size}
+        ranks = [
+            RankInfo(rank=r, node=socket.gethostname(), state="PENDING", log=str(job_dir / f"rank-{r}.log"))
+            for r in range(launch.spec.world_size)
+        ]
+        with self._lock:
+            self._pending.append(launch.job_id)
+            started = self._start_if_free(launch.job_id, job_dir, launch.spec.gpus_per_node)
+        if started:
+            return JobUpdate(state=JobState.RUNNING, backend_id=started["pgid"], started=time.time(),
+                             ranks=ranks, data={**data, **started})
+        return JobUpdate(state=JobState.PENDING, state_reason=self._queue_reason(), ranks=ranks, data=data)
+
+    def _queue_reason(self) -> str:
+        limit = self.settings.local_max_parallel_jobs
+        return f"waiting for a free slot: {limit} job(s) already running (local_max_parallel_jobs)"
+
+    def _running_jobs(self) -> list[dict[str, Any]]:
+        """Launch facts (plus allocated GPUs) of the started, unfinished jobs."""
+        running = []
+        with self._lock:
+            for job_dir in self._active.values():
+                try:
+                    launch = json.loads((job_dir / LAUNCH_FILE).read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                running.append(launch | {"gpus": (read_status(job_dir) or {}).get("gpus", [])})
+        return running
+
+    def _start_if_free(self, job_id: str, job_dir: Path, gpus_wanted: int) -> dict[str, Any] | None:
+        """Start the oldest pending job if it is job_id and a slot (and its GPUs) are free."""
+        running = self._running_jobs()
+        if len(running) >= self.settings.local_max_parallel_jobs or self._pending[:1] != [job_id]:
+            return None
+        busy = {index for job in running for index in job.get("gpus", [])}
+        free = [index for index, _ in self._gpus if index not in busy]
+        if len(free) < gpus_wanted:
+            return None
+        gpus = free[:gpus_wanted]
+        if gpus_wanted:
+            launch_file = job_dir / LAUNCH_FILE
+            payload = json.loads(launch_file.read_text(encoding="utf-8"))
+            payload["env"]["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpus))
+            launch_file.write_text(json.dumps(payload), encoding="utf-8")
+        write_status(job_dir, {"state": "STARTING", "gpus": gpus})
+        supervisor_log = open(job_dir / "supervisor.log", "ab")  # noqa: SIM115
+        child = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_hyperpod.backends.local_runner", str(job_dir)],
+            stdin=subprocess.DEVNULL, stdout=supervisor_log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True,
+        )
+        supervisor_log.close()
+        self._children[job_id] = child
+        self._active[job_id] = job_dir
+        self._pending.remove(job_id)
+        return {"pgid": str(child.pid), "pid": child.pid, "gpus": gpus}
+
+    def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+        updates: dict[str, JobUpdate] = {}
+        with self._lock:
+            for job in sorted(jobs, key=lambda j: j.created):
+                if job.state == JobState.PENDING and job.id not in self._pending and not job.data.get("pid"):
+                    self._pending.append(job.id)  # found again after a server restart
+            for job in sorted(jobs, key=lambda j: j.created):
+                update = self._refresh_one(job)
+                if update is not None:
+                    updates[job.id] = update
+        return updates
+
+    def _refresh_one(self, job: StoredJob) -> JobUpdate | None:
+        job_dir = Path(job.data["job_dir"])
+        if job.id in self._pending:
+            started = self._start_if_free(job.id, job_dir, job.spec.gpus_per_node)
+            if not started:
+                return JobUpdate(state_reason=self._queue_reason())
+            return JobUpdate(state=JobState.RUNNING, backend_id=started["pgid"], started=time.time(),
+                             state_reason=None, data=started)
+        status = read_status(job_dir) or {}
+        state = status.get("state")
+        ranks = self._ranks(job, status)
+        if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            self._active.pop(job.id, None)
+            child = self._children.pop(job.id, None)
+            if child is not None:
+                child.poll()
+            return JobUpdate(state=JobState(state), exit_code=status.get("exit_code"), ended=status.get("ended"),
+                             state_reason=status.get("reason"), ranks=ranks)
+        pid = job.data.get("pid")
+        if not _pid_alive(pid, job_dir) and (job.id not in self._children or self._children[job.id].poll() is not None):
+            self._children.pop(job.id, None)
+            self._active.pop(job.id, None)
+            cancelled = (job_dir / "cancel").exists()
+            final = JobState.CANCELLED if cancelled else JobState.FAILED
+            reason = "cancelled by the user" if cancelled else "the job's supervisor stopped unexpectedly (machine restart?)"
+            write_status(job_dir, {**status, "state": final.value, "reason": reason, "ended": time.time()})
+            return JobUpdate(state=final, state_reason=reason, ended=time.time(), ranks=ranks)
+        self._active[job.id] = job_dir
+        return JobUpdate(state=JobState.RUNNING, started=status.get("started"), ranks=ranks)
+
+    def _ranks(self, job: StoredJob, status: dict[str, Any]) -> list[RankInfo]:
+        job_dir = Path(job.data["job_dir"])
+        known = {info["rank"]: info for info in status.get("ranks", [])}
+        return [
+            RankInfo(
+                rank=rank,
+                node=socket.gethostname(),
+                state=known.get(rank, {}).get("state", "PENDING"),
+                exit_code=known.get(rank, {}).get("exit_code"),
+                log=str(job_dir / f"rank-{rank}.log"),
+            )
+            for rank in range(job.spec.world_size)
+        ]
+
+    def cancel(self, job: StoredJob) -> JobUpdate:
+        job_dir = Path(job.data["job_dir"])
+        (job_dir / "cancel").touch()
+        with self._lock:
+            if job.id in self._pending:
+                self._pending.remove(job.id)
+                write_status(job_dir, {"state": "CANCELLED", "reason": "cancelled before it started",
+                                       "ended": time.time()})
+                return JobUpdate(state=JobState.CANCELLED, state_reason="cancelled before it started",
+                                 ended=time.time())
+        pid = job.data.get("pid")
+        if _pid_alive(pid, job_dir):
+            self._signal_group(int(pid), signal.SIGTERM)
+            deadline = time.monotonic() + CANCEL_GRACE_SECONDS
+            while time.monotonic() < deadline and (read_status(job_dir) or {}).get("state") in ("STARTING", "RUNNING"):
+                time.sleep(0.05)
+            # Whatever is left in the group (the supervisor included) goes now.
+            self._signal_group(int(pid), signal.SIGKILL)
+            self._active.pop(job.id, None)
+            child = self._children.pop(job.id, None)
+            if child is not None:
+                child.wait(timeout=5)
+        status = read_status(job_dir) or {}
+        if status.get("state") not in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            status.update(state="CANCELLED", reason="cancelled by the user", ended=time.time())
+            write_status(job_dir, status)
+        return JobUpdate(state=JobState(status["state"]), state_reason=status.get("reason"),
+                         ended=status.get("ended"), exit_code=status.get("exit_code"),
+                         ranks=self._ranks(job, status))
+
+    @staticmethod
+    def _signal_group(pgid: int, signum: int) -> None:
+        try:
+            os.killpg(pgid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def log_reader(self, job: StoredJob, rank: int) -> LogReader:
+        return FileLogReader(Path(job.data["job_dir"]) / f"rank-{rank}.log")
+
+    def close(self) -> None:
+        with self._lock:
+            for child in self._children.values():
+                child.poll()

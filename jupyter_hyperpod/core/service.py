@@ -1,0 +1,348 @@
+"""The application core: what the REST handlers, the CLI and the magics all call.
+
+It owns the user's partition, the job store and the orchestrator; it validates requests into one
+`JobSpec`, translates IDE paths to cluster paths in one place, and keeps job states fresh with
+one batched backend query at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..backends import create_orchestrator
+from ..backends.base import JobUpdate, Launch, LogReader, Orchestrator, StoredJob
+from ..files import Partition, partition_dir
+from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
+from .errors import InvalidRequest, NotFound
+from .models import (
+    ClusterInfo,
+    FileListing,
+    FileSystemInfo,
+    Job,
+    JobList,
+    JobMetrics,
+    JobSpec,
+    JobState,
+    LogSnapshot,
+    Node,
+    Rendered,
+    TemplateInfo,
+    TemplateSubmission,
+)
+from .settings import HyperPodSettings
+from .store import JobStore
+
+log = logging.getLogger(__name__)
+
+MAX_TAIL_LINES = 100_000
+JOBS_DIR = ".hyperpod/jobs"
+
+
+def validation_error(error: ValidationError, prefix: str = "") -> InvalidRequest:
+    """The first pydantic error as a message a person can act on, naming the field."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or None
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "missing":
+        message = "this field is required"
+    elif first["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif first["type"] == "string_pattern_mismatch" and field == "name":
+        message = "use lowercase letters, digits and '-', starting and ending with a letter or digit (max 52)"
+    if prefix and field:
+        field = f"{prefix}{field}"
+    return InvalidRequest(f"{field}: {message}" if field else message, field=field)
+
+
+class HyperPodService:
+    def __init__(self, settings: HyperPodSettings, orchestrator: Orchestrator | None = None) -> None:
+        self.settings = settings
+        self.fs_root = Path(settings.shared_fs_root).expanduser()
+        self.fs_root.mkdir(parents=True, exist_ok=True)
+        self.fs_root = self.fs_root.resolve()
+        self.partition = Partition(partition_dir(self.fs_root, settings.partition, settings.user))
+        self.partition.ensure()
+        self.store = JobStore(settings.job_store)
+        self.orchestrator = orchestrator or create_orchestrator(settings.orchestrator, settings)
+        self.cluster_root = PurePosixPath(
+            settings.cluster_fs_root or self.orchestrator.default_cluster_fs_root or str(self.fs_root)
+        )
+        self._cluster_name: str | None = None
+        self._refresh_lock = threading.Lock()
+        self._last_refresh = 0.0
+
+    def close(self) -> None:
+        self.orchestrator.close()
+        self.store.close()
+
+    # -- paths ---------------------------------------------------------------------------
+    def to_cluster(self, path: Path) -> str:
+        """An absolute path on this machine as the cluster's jobs see it."""
+        relative = path.resolve().relative_to(self.fs_root)
+        return str(self.cluster_root / relative.as_posix()) if relative.parts else str(self.cluster_root)
+
+    def _translate_text(self, value: str) -> str:
+        """Rewrite an IDE path prefix inside an argument or env value (`--out=/home/.../fs/x`)."""
+        root = str(self.fs_root)
+        cluster = str(self.cluster_root)
+        if root == cluster or root not in value:
+            return value
+        return value.replace(root + "/", cluster + "/") if value != root else cluster
+
+    @property
+    def mlflow_uri_for_jobs(self) -> str:
+        if self.settings.mlflow_tracking_uri:
+            return str(self.settings.mlflow_tracking_uri)
+        return f"sqlite:///{self.to_cluster(self.partition.root)}/.hyperpod/mlflow.db"
+
+    def mlflow_uri_for_server(self, job_uri: str | None = None) -> str:
+        uri = job_uri or self.mlflow_uri_for_jobs
+        prefix = f"sqlite:///{self.cluster_root}/"
+        if uri.startswith(prefix):
+            return f"sqlite:///{self.fs_root}/{uri[len(prefix):]}"
+        return uri
+
+    # -- cluster -------------------------------------------------------------------------
+    @property
+    def cluster_name(self) -> str:
+        if self._cluster_name is None:
+            self._cluster_name = self.orchestrator.cluster_name()
+        return self._cluster_name
+
+    def cluster(self) -> ClusterInfo:
+        root = self.partition.root
+        return ClusterInfo(
+            orchestrator=self.orchestrator.kind,
+            name=self.cluster_name,
+            user=self.settings.user,
+            filesystem=FileSystemInfo(
+                root=str(self.fs_root),
+                cluster_root=str(self.cluster_root),
+                partition=str(root),
+                partition_mode=self.settings.partition,
+                contents_path=self.contents_path(),
+            ),
+            capabilities=self.orchestrator.capabilities(),
+            mlflow_uri=self.mlflow_uri_for_jobs,
+            default_template=self.settings.default_template,
+            details=self.orchestrator.details(),
+        )
+
+    server_root: Path | None = None
+    """The Jupyter server's root_dir, when there is one: files under it open in JupyterLab."""
+
+    def contents_path(self) -> str | None:
+        if self.server_root is None:
+            return None
+        try:
+            relative = self.partition.root.resolve().relative_to(self.server_root.resolve())
+        except ValueError:
+            return None
+        return relative.as_posix() if relative.parts else ""
+
+    def nodes(self) -> list[Node]:
+        return self.orchestrator.list_nodes()
+
+    def list_files(self, path: str = "", offset: int = 0, limit: int = 500, sort: str = "name") -> FileListing:
+        return self.partition.list(path, offset=offset, limit=limit, sort=sort)
+
+    # -- templates and specs -------------------------------------------------------------
+    def templates(self) -> list[TemplateInfo]:
+        return [template.info for template in BUILTIN_TEMPLATES]
+
+    def template_context(self) -> TemplateContext:
+        return TemplateContext(
+            orchestrator=self.orchestrator.kind,
+            partition=str(self.partition.root),
+            mlflow_tracking_uri=self.mlflow_uri_for_jobs,
+            python=self.settings.cluster_python,
+        )
+
+    def spec_from_body(self, body: Any) -> JobSpec:
+        """A REST/CLI body, either a full spec or {name, template, params}, as a validated JobSpec."""
+        if not isinstance(body, dict):
+            raise InvalidRequest("the request body must be a JSON object")
+        if "template" in body and "command" not in body:
+            try:
+                submission = TemplateSubmission.model_validate(body)
+            except ValidationError as error:
+                raise validation_error(error) from None
+            return get_template(submission.template).make_spec(
+                submission.name, submission.params, self.template_context()
+            )
+        try:
+            return JobSpec.model_validate(body)
+        except ValidationError as error:
+            raise validation_error(error) from None
+
+    def _launch(self, spec: JobSpec, job_id: str) -> Launch:
+        workdir = self.partition.directory(spec.workdir, field="workdir")
+        job_dir = self.partition.root / JOBS_DIR / job_id
+        env = {key: self._translate_text(value) for key, value in spec.env.items()}
+        env.setdefault("MLFLOW_TRACKING_URI", self.mlflow_uri_for_jobs)
+        env.update(
+            HYPERPOD_JOB_ID=job_id,
+            HYPERPOD_JOB_NAME=spec.name,
+            HYPERPOD_JOB_DIR=self.to_cluster(job_dir),
+            HYPERPOD_PARTITION=self.to_cluster(self.partition.root),
+        )
+        return Launch(
+            job_id=job_id,
+            spec=spec,
+            user=self.settings.user,
+            command=[self._translate_text(part) for part in spec.command],
+            workdir=self.to_cluster(workdir),
+            job_dir=self.to_cluster(job_dir),
+            job_dir_local=job_dir,
+            env=env,
+        )
+
+    @staticmethod
+    def new_job_id(spec: JobSpec) -> str:
+        return f"{spec.name}-{secrets.token_hex(3)}"
+
+    def render(self, body: Any) -> Rendered:
+        spec = self.spec_from_body(body)
+        rendered = self.orchestrator.render(self._launch(spec, f"{spec.name}-xxxxxx"))
+        return Rendered(format=rendered.format, language=rendered.language, text=rendered.text, spec=spec,
+                        warnings=rendered.warnings)
+
+    # -- jobs ----------------------------------------------------------------------------
+    def submit(self, body: Any) -> Job:
+        spec = self.spec_from_body(body)
+        job_id = self.new_job_id(spec)
+        launch = self._launch(spec, job_id)
+        update = self.orchestrator.submit(launch)
+        job = Job(
+            id=job_id,
+            name=spec.name,
+            user=self.settings.user,
+            orchestrator=self.orchestrator.kind,
+            state=update.state or JobState.PENDING,
+            created=time.time(),
+            spec=spec,
+        )
+        job = _apply(job, update)
+        self.store.insert(job, self.cluster_name, {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"], **(update.data or {})})
+        return job
+
+    def refresh(self, *, max_age: float = 0.5) -> None:
+        """One batched status query for all unfinished jobs, at most every max_age seconds."""
+        if time.monotonic() - self._last_refresh < max_age:
+            return
+        with self._refresh_lock:
+            if time.monotonic() - self._last_refresh < max_age:
+                return
+            rows, _ = self.store.query(
+                orchestrator=self.orchestrator.kind,
+                cluster=self.cluster_name,
+                user=self.settings.user,
+                states=[JobState.PENDING, JobState.RUNNING],
+            )
+            if rows:
+                stored = [_stored(job, data) for job, _, data in rows]
+                updates = self.orchestrator.refresh(stored)
+                for job, _, data in rows:
+                    update = updates.get(job.id)
+                    if update is not None:
+                        self._save(job, data, update)
+            self._last_refresh = time.monotonic()
+
+    def _save(self, job: Job, data: dict[str, Any], update: JobUpdate) -> Job:
+        updated = _apply(job, update)
+        changes: dict[str, Any] = {}
+        for field in ("state", "state_reason", "backend_id", "started", "ended", "exit_code", "ranks", "events"):
+            if getattr(updated, field) != getattr(job, field):
+                changes[field] = getattr(updated, field)
+        if update.data:
+            changes["data"] = {**data, **update.data}
+        self.store.update(job.id, **changes)
+        return updated
+
+    def jobs(self, *, states: list[JobState] | None = None, limit: int = 100, offset: int = 0) -> JobList:
+        if not 1 <= limit <= 1000:
+            raise InvalidRequest("limit must be between 1 and 1000", field="limit")
+        if offset < 0:
+            raise InvalidRequest("offset cannot be negative", field="offset")
+        self.refresh()
+        rows, total = self.store.query(
+            orchestrator=self.orchestrator.kind, cluster=self.cluster_name, user=self.settings.user,
+            states=states, limit=limit, offset=offset,
+        )
+        return JobList(jobs=[job for job, _, _ in rows], total=total)
+
+    def _get(self, job_id: str) -> tuple[Job, dict[str, Any]]:
+        found = self.store.get(job_id)
+        if found is None or found[0].user != self.settings.user or found[0].orchestrator != self.orchestrator.kind:
+            raise NotFound(f"no job '{job_id}' on this cluster", field="id")
+        return found[0], found[2]
+
+    def job(self, job_id: str) -> Job:
+        job, _ = self._get(job_id)
+        if not job.state.finished:
+            self.refresh()
+            job, _ = self._get(job_id)
+        return job
+
+    def cancel(self, job_id: str) -> Job:
+        job, data = self._get(job_id)
+        if job.state.finished:
+            return job
+        update = self.orchestrator.cancel(_stored(job, data))
+        if update.state is None or not update.state.finished:
+            update.state = JobState.CANCELLED
+        return self._save(job, data, update)
+
+    # -- logs and metrics ----------------------------------------------------------------
+    def _check_rank(self, job: Job, rank: int) -> None:
+        if not 0 <= rank < job.spec.world_size:
+            raise InvalidRequest(f"rank must be between 0 and {job.spec.world_size - 1}", field="rank")
+
+    def log_reader(self, job_id: str, rank: int = 0) -> LogReader:
+        job, data = self._get(job_id)
+        self._check_rank(job, rank)
+        return self.orchestrator.log_reader(_stored(job, data), rank)
+
+    def log_snapshot(self, job_id: str, rank: int = 0, tail: int = 200) -> LogSnapshot:
+        if not 0 <= tail <= MAX_TAIL_LINES:
+            raise InvalidRequest(f"tail must be between 0 and {MAX_TAIL_LINES}", field="tail")
+        reader = self.log_reader(job_id, rank)
+        try:
+            data, start, end = reader.tail(tail)
+        finally:
+            reader.close()
+        return LogSnapshot(rank=rank, text=data.decode("utf-8", "replace"), start_offset=start, offset=end,
+                           truncated=start > 0)
+
+    def metrics(self, job_id: str) -> JobMetrics:
+        job, data = self._get(job_id)
+        from ..metrics import read_job_metrics
+
+        return read_job_metrics(self.mlflow_uri_for_server(data.get("mlflow_uri")), job.id)
+
+
+def _stored(job: Job, data: dict[str, Any]) -> StoredJob:
+    return StoredJob(id=job.id, spec=job.spec, state=job.state, backend_id=job.backend_id, created=job.created,
+                     started=job.started, data=data)
+
+
+def _apply(job: Job, update: JobUpdate) -> Job:
+    changes: dict[str, Any] = {}
+    for field in ("state", "backend_id", "started", "ended", "exit_code", "ranks", "events"):
+        value = getattr(update, field)
+        if value is not None:
+            changes[field] = value
+    if update.state_reason is not None or (update.state is not None and update.state != job.state):
+        changes["state_reason"] = update.state_reason
+    if changes.get("state") in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED) and not (
+        changes.get("ended") or job.ended
+    ):
+        changes["ended"] = time.time()
+    return job.model_copy(update=changes)

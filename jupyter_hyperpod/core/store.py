@@ -1,0 +1,147 @@
+"""Job history in SQLite: survives restarts of the Jupyter server, shared by the CLI and the magics."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .models import Job, JobSpec, JobState, RankInfo
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    user TEXT NOT NULL,
+    orchestrator TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    backend_id TEXT,
+    state TEXT NOT NULL,
+    state_reason TEXT,
+    created REAL NOT NULL,
+    started REAL,
+    ended REAL,
+    exit_code INTEGER,
+    ranks TEXT NOT NULL DEFAULT '[]',
+    events TEXT NOT NULL DEFAULT '[]',
+    spec TEXT NOT NULL,
+    data TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS jobs_by_scope ON jobs (orchestrator, cluster, user, created);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
+"""
+
+_COLUMNS = (
+    "id, name, user, orchestrator, cluster, backend_id, state, state_reason, created, started, "
+    "ended, exit_code, ranks, events, spec, data"
+)
+
+
+class JobStore:
+    """One row per job. Safe across threads (one connection, one lock) and processes (WAL)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _cursor(self) -> Iterator[sqlite3.Cursor]:
+        with self._lock:
+            cursor = self._db.cursor()
+            try:
+                yield cursor
+            finally:
+                cursor.close()
+
+    def insert(self, job: Job, cluster: str, data: dict[str, Any]) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    job.id, job.name, job.user, job.orchestrator, cluster, job.backend_id, job.state.value,
+                    job.state_reason, job.created, job.started, job.ended, job.exit_code,
+                    _dump([r.model_dump() for r in job.ranks]), _dump(job.events),
+                    job.spec.model_dump_json(), _dump(data),
+                ),
+            )
+
+    def update(self, job_id: str, **fields: Any) -> None:
+        """Update columns; `ranks`, `events` and `data` take Python objects."""
+        if not fields:
+            return
+        encoded: dict[str, Any] = {}
+        for key, value in fields.items():
+            if key == "state":
+                encoded[key] = JobState(value).value
+            elif key == "ranks":
+                encoded[key] = _dump([r.model_dump() if isinstance(r, RankInfo) else r for r in value])
+            elif key in ("events", "data"):
+                encoded[key] = _dump(value)
+            else:
+                encoded[key] = value
+        assignments = ", ".join(f"{key} = ?" for key in encoded)
+        with self._cursor() as cursor:
+            cursor.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*encoded.values(), job_id))
+
+    def get(self, job_id: str) -> tuple[Job, str, dict[str, Any]] | None:
+        with self._cursor() as cursor:
+            row = cursor.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return _decode(row) if row else None
+
+    def query(
+        self,
+        *,
+        orchestrator: str,
+        cluster: str,
+        user: str,
+        states: list[JobState] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[list[tuple[Job, str, dict[str, Any]]], int]:
+        where = "orchestrator = ? AND cluster = ? AND user = ?"
+        args: list[Any] = [orchestrator, cluster, user]
+        if states:
+            where += f" AND state IN ({','.join('?' * len(states))})"
+            args += [s.value for s in states]
+        with self._cursor() as cursor:
+            total = cursor.execute(f"SELECT COUNT(*) FROM jobs WHERE {where}", args).fetchone()[0]
+            sql = f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created DESC, id DESC"
+            if limit is not None:
+                sql += " LIMIT ? OFFSET ?"
+                args += [limit, offset]
+            rows = cursor.execute(sql, args).fetchall()
+        return [_decode(row) for row in rows], total
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _decode(row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
+    (job_id, name, user, orchestrator, cluster, backend_id, state, reason, created, started, ended,
+     exit_code, ranks, events, spec, data) = row
+    job = Job(
+        id=job_id, name=name, user=user, orchestrator=orchestrator, backend_id=backend_id,
+        state=JobState(state), state_reason=reason, created=created, started=started, ended=ended,
+        exit_code=exit_code, ranks=[RankInfo(**r) for r in json.loads(ranks)], events=json.loads(events),
+        spec=JobSpec.model_validate_json(spec),
+    )
+    return job, cluster, json.loads(data)
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,313 @@
+"""Thin Tornado handlers: HTTP <-> `HyperPodService`. No logic here but the error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from pydantic import BaseModel
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from .core.errors import HyperPodError, InvalidRequest, NotFound
+from .core.models import JobState
+from .core.service import HyperPodService
+from .logs import LogFollower, parse_offsets
+from .openapi import openapi_document
+
+T = TypeVar("T")
+AUTH_RESOURCE = "hyperpod"
+JOB_ID = r"(?P<job_id>[a-z0-9][-a-z0-9]{0,62})"
+
+STATE_CHECK_SECONDS = 0.25
+CLOSE_JOB_ENDED = 1000
+CLOSE_SERVER_ERROR = 1011
+CLOSE_BAD_REQUEST = 4000
+CLOSE_NOT_FOUND = 4004
+CLOSE_UNAVAILABLE = 4503
+
+
+class ServiceMixin:
+    """Access to the service and a thread pool: backends block (subprocess, HTTP)."""
+
+    settings: dict[str, Any]
+
+    @property
+    def service(self) -> HyperPodService:
+        return self.settings["hyperpod_service"]  # type: ignore[no-any-return]
+
+    async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.settings["hyperpod_executor"], lambda: function(*args, **kwargs))
+
+
+class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error is `{"error": {"code", "message", "field"}}`."""
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(error, HyperPodError):
+            body = error.to_dict()
+        elif isinstance(error, web.HTTPError):
+            code = {403: "forbidden", 404: "not_found", 405: "method_not_allowed"}.get(status_code, "http_error")
+            message = error.log_message or error.reason or self._reason
+            if status_code == 403 and not error.log_message:
+                message = "not authenticated: log in to Jupyter or pass its token"
+            body = {"code": code, "message": message, "field": None}
+        else:
+            body = {"code": "internal_error", "message": "unexpected server error (see the server log)", "field": None}
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"error": body}))
+
+    def send(self, value: Any, status: int = 200) -> None:
+        self.set_status(status)
+        if isinstance(value, BaseModel):
+            self.finish(value.model_dump_json())
+        else:
+            self.finish(json.dumps(value, default=_encode))
+
+    def int_argument(self, name: str, default: int) -> int:
+        raw = self.get_argument(name, None)
+        if raw is None or raw == "":
+            return default
+        try:
+            return int(raw)
+        except ValueError:
+            raise InvalidRequest(f"{name} must be a whole number, not '{raw}'", field=name) from None
+
+    def json_body(self) -> Any:
+        try:
+            return json.loads(self.request.body or b"null")
+        except ValueError as error:
+            raise InvalidRequest(f"the body is not valid JSON: {error}") from None
+
+    def _handle_request_exception(self, error: BaseException) -> None:
+        """Our typed errors are answers, not crashes: their status, no traceback in the log."""
+        if isinstance(error, HyperPodError) and not self._finished:
+            self.log.info("%s %s -> %s %s", self.request.method, self.request.path, error.status, error.message)
+            self.send_error(error.status, exc_info=(type(error), error, error.__traceback__))
+            return
+        super()._handle_request_exception(error)  # type: ignore[arg-type]
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+class OpenAPIHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.send(openapi_document(self.base_url))
+
+
+class ClusterHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.send(await self.run(self.service.cluster))
+
+
+class NodesHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        nodes = await self.run(self.service.nodes)
+        self.send({"nodes": nodes})
+
+
+class FilesHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        listing = await self.run(
+            self.service.list_files,
+            self.get_argument("path", ""),
+            offset=self.int_argument("offset", 0),
+            limit=self.int_argument("limit", 500),
+            sort=self.get_argument("sort", "name"),
+        )
+        self.send(listing)
+
+
+class TemplatesHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.send({"templates": await self.run(self.service.templates)})
+
+
+class RenderHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        self.send(await self.run(self.service.render, self.json_body()))
+
+
+class JobsHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        states = []
+        for value in filter(None, self.get_argument("state", "").split(",")):
+            try:
+                states.append(JobState(value.upper()))
+            except ValueError:
+                allowed = ", ".join(s.value for s in JobState)
+                raise InvalidRequest(f"state must be one of {allowed}", field="state") from None
+        jobs = await self.run(
+            self.service.jobs,
+            states=states or None,
+            limit=self.int_argument("limit", 100),
+            offset=self.int_argument("offset", 0),
+        )
+        self.send(jobs)
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        job = await self.run(self.service.submit, self.json_body())
+        self.set_header("Location", f"{self.base_url}hyperpod/api/jobs/{job.id}")
+        self.send(job, status=201)
+
+
+class JobHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.send(await self.run(self.service.job, job_id))
+
+    @web.authenticated
+    @authorized
+    async def delete(self, job_id: str) -> None:
+        self.send(await self.run(self.service.cancel, job_id))
+
+
+class LogsHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        snapshot = await self.run(
+            self.service.log_snapshot,
+            job_id,
+            rank=self.int_argument("rank", 0),
+            tail=self.int_argument("tail", 200),
+        )
+        self.send(snapshot)
+
+
+class MetricsHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.send(await self.run(self.service.metrics, job_id))
+
+
+class LogStreamHandler(ServiceMixin, WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
+    """Follows a job's log: JSON frames `status`, `data`, `heartbeat`, `end`, then a close code.
+
+    Query: `rank` (a number, or `all`), `offset` (bytes already received for that rank) or
+    `offsets=0:123,1:456` with rank=all. The server waits while the job is pending.
+    """
+
+    auth_resource = AUTH_RESOURCE
+    _task: asyncio.Task[None] | None = None
+
+    def set_default_headers(self) -> None:
+        """WebSockets take no HTML security headers."""
+
+    async def pre_get(self) -> None:
+        authorized_user = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE)
+        )
+        if not authorized_user:
+            raise web.HTTPError(403)
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        await self.pre_get()
+        await super().get(*args, **kwargs)
+
+    async def open(self, job_id: str) -> None:  # type: ignore[override]
+        super().open()
+        self._task = asyncio.ensure_future(self._follow(job_id))
+
+    def on_message(self, message: str | bytes) -> None:
+        """Clients only listen."""
+
+    def on_close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        await self.write_message(json.dumps(frame))
+
+    async def _follow(self, job_id: str) -> None:
+        try:
+            await self._stream(job_id)
+        except WebSocketClosedError:
+            pass
+        except asyncio.CancelledError:
+            raise
+        except NotFound as error:
+            self.close(CLOSE_NOT_FOUND, error.message[:120])
+        except InvalidRequest as error:
+            self.close(CLOSE_BAD_REQUEST, error.message[:120])
+        except HyperPodError as error:
+            self.close(CLOSE_UNAVAILABLE if error.status == 503 else CLOSE_SERVER_ERROR, error.message[:120])
+        except Exception:
+            self.log.exception("log stream of %s failed", job_id)
+            self.close(CLOSE_SERVER_ERROR, "server error while following the log (see the server log)")
+
+    async def _stream(self, job_id: str) -> None:
+        job = await self.run(self.service.job, job_id)
+        rank_arg = self.get_argument("rank", "0")
+        if rank_arg == "all":
+            ranks = list(range(job.spec.world_size))
+            offsets = parse_offsets(self.get_argument("offsets", ""), ranks)
+        else:
+            try:
+                ranks = [int(rank_arg)]
+                offsets = {ranks[0]: int(self.get_argument("offset", "0") or 0)}
+            except ValueError:
+                raise InvalidRequest("rank must be a number or 'all'; offset a number", field="rank") from None
+        follower = LogFollower(self.service, job_id, offsets, run=self.run)
+        await follower.open()
+        heartbeat_every = float(self.service.settings.heartbeat_interval)
+        last_beat = last_check = time.monotonic()
+        state: JobState | None = None
+        try:
+            while True:
+                if state is not None and time.monotonic() - last_check >= STATE_CHECK_SECONDS:
+                    job = await self.run(self.service.job, job_id)
+                    last_check = time.monotonic()
+                if job.state != state:
+                    state = job.state
+                    await self._send({"type": "status", "state": state.value, "reason": job.state_reason})
+                sent = False
+                if state != JobState.PENDING:
+                    for rank, offset, text in await follower.read_available(final=state.finished):
+                        await self._send({"type": "data", "rank": rank, "offset": offset, "data": text})
+                        sent = True
+                if state.finished:
+                    await self._send({"type": "end", "state": state.value, "exit_code": job.exit_code})
+                    self.close(CLOSE_JOB_ENDED, f"job {state.value}")
+                    return
+                if time.monotonic() - last_beat >= heartbeat_every:
+                    await self._send({"type": "heartbeat", "time": time.time()})
+                    last_beat = time.monotonic()
+                if not sent:
+                    await follower.wait()
+        finally:
+            await follower.close()

@@ -1,0 +1,184 @@
+"""The REST contract as an OpenAPI 3.1 document, built from the same pydantic models the handlers send.
+
+`docs/openapi.json` is this document written out (`python -m jupyter_hyperpod.openapi > docs/openapi.json`);
+the tests check that the file, the routes and the real responses agree with it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from .core.models import (
+    ClusterInfo,
+    ErrorResponse,
+    FileListing,
+    Job,
+    JobList,
+    JobMetrics,
+    JobSpec,
+    LogSnapshot,
+    Node,
+    Rendered,
+    TemplateInfo,
+    TemplateSubmission,
+)
+
+VERSION = "1.0.0"
+
+
+class NodeList(BaseModel):
+    nodes: list[Node]
+
+
+class TemplateList(BaseModel):
+    templates: list[TemplateInfo]
+
+
+MODELS: list[type[BaseModel]] = [
+    ClusterInfo, NodeList, FileListing, TemplateList, JobSpec, TemplateSubmission, Rendered, Job, JobList,
+    LogSnapshot, JobMetrics, ErrorResponse,
+]
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    meaning = {
+        400: "Invalid request: `error.field` names the input to fix",
+        403: "Not authenticated, or a path outside the partition",
+        404: "No such job or path",
+        503: "The cluster (slurmctld, the Kubernetes API) cannot be reached now",
+    }
+    return {str(status): _json(ErrorResponse, meaning[status]) for status in (403, *statuses)}
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+JOB_ID_PARAM = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}
+SUBMIT_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": {"oneOf": [_ref(JobSpec), _ref(TemplateSubmission)]}}},
+}
+
+
+def _paths() -> dict[str, Any]:
+    return {
+        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+        "/cluster": {"get": {"summary": "The cluster, the user, the partition and what the backend can do",
+                             "responses": {"200": _json(ClusterInfo, "Cluster"), **_errors(503)}}},
+        "/nodes": {"get": {"summary": "Nodes with state, health and GPUs",
+                           "responses": {"200": _json(NodeList, "Nodes"), **_errors(503)}}},
+        "/files": {"get": {
+            "summary": "A directory of the user's partition, paginated",
+            "parameters": [
+                _query("path", {"type": "string", "default": ""}, "Relative to the partition root"),
+                _query("offset", {"type": "integer", "minimum": 0, "default": 0}, "First entry"),
+                _query("limit", {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "Page size"),
+                _query("sort", {"enum": ["name", "-name", "size", "-size", "mtime", "-mtime"], "default": "name"},
+                       "Sort key, '-' for descending"),
+            ],
+            "responses": {"200": _json(FileListing, "Listing"), **_errors(400, 404)},
+        }},
+        "/templates": {"get": {"summary": "Job templates and their parameters",
+                               "responses": {"200": _json(TemplateList, "Templates")}}},
+        "/jobs/render": {"post": {"summary": "What would be submitted (command, sbatch script or manifest)",
+                                  "requestBody": SUBMIT_BODY,
+                                  "responses": {"200": _json(Rendered, "Preview"), **_errors(400, 503)}}},
+        "/jobs": {
+            "get": {"summary": "The user's jobs, newest first",
+                    "parameters": [
+                        _query("state", {"type": "string"}, "Comma-separated states to keep"),
+                        _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, ""),
+                        _query("offset", {"type": "integer", "minimum": 0, "default": 0}, ""),
+                    ],
+                    "responses": {"200": _json(JobList, "Jobs"), **_errors(400, 503)}},
+            "post": {"summary": "Submit a job (a spec, or a template with parameters)", "requestBody": SUBMIT_BODY,
+                     "responses": {"201": _json(Job, "The new job"), **_errors(400, 503)}},
+        },
+        "/jobs/{job_id}": {
+            "parameters": [JOB_ID_PARAM],
+            "get": {"summary": "One job", "responses": {"200": _json(Job, "Job"), **_errors(404, 503)}},
+            "delete": {"summary": "Cancel a job (it ends CANCELLED, its processes gone)",
+                       "responses": {"200": _json(Job, "The cancelled job"), **_errors(404, 503)}},
+        },
+        "/jobs/{job_id}/logs": {
+            "parameters": [JOB_ID_PARAM],
+            "get": {"summary": "The last lines of one rank's log (read from the end, never the whole file)",
+                    "parameters": [
+                        _query("rank", {"type": "integer", "minimum": 0, "default": 0}, ""),
+                        _query("tail", {"type": "integer", "minimum": 0, "maximum": 100000, "default": 200},
+                               "Lines"),
+                    ],
+                    "responses": {"200": _json(LogSnapshot, "Log tail"), **_errors(400, 404, 503)}},
+        },
+        "/jobs/{job_id}/logs/stream": {
+            "parameters": [JOB_ID_PARAM],
+            "get": {
+                "summary": "WebSocket: follow a log",
+                "description": (
+                    "Upgrade to a WebSocket. Query: rank (number or 'all'), offset (bytes already received), "
+                    "offsets=0:123,1:456 with rank=all. Text frames (JSON): {type: status, state, reason}, "
+                    "{type: data, rank, offset (after this chunk), data}, {type: heartbeat, time}, "
+                    "{type: end, state, exit_code}. Close codes: 1000 job ended (reason 'job <STATE>'), "
+                    "4000 bad request, 4004 no such job, 4503 cluster unreachable (retry), 1011 server error."
+                ),
+                "parameters": [
+                    _query("rank", {"type": "string", "default": "0"}, "Rank number or 'all'"),
+                    _query("offset", {"type": "integer", "minimum": 0, "default": 0}, "Resume from this byte"),
+                    _query("offsets", {"type": "string"}, "Per-rank offsets with rank=all"),
+                ],
+                "responses": {"101": {"description": "Switching protocols"}, **_errors()},
+            },
+        },
+        "/jobs/{job_id}/metrics": {
+            "parameters": [JOB_ID_PARAM],
+            "get": {"summary": "The job's MLflow metric histories (empty when none)",
+                    "responses": {"200": _json(JobMetrics, "Metrics"), **_errors(404)}},
+        },
+    }
+
+
+@lru_cache(maxsize=8)
+def _document(base_url: str) -> str:
+    _, schemas = models_json_schema([(model, "serialization") for model in MODELS],
+                                    ref_template="#/components/schemas/{model}")
+    document = {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "jupyter-hyperpod",
+            "version": VERSION,
+            "description": "Cluster, files, jobs, logs and metrics of the JupyterLab HyperPod extension. "
+            "Authenticate as for any Jupyter API: `Authorization: token <token>`.",
+        },
+        "servers": [{"url": f"{base_url.rstrip('/')}/hyperpod/api"}],
+        "components": {
+            "schemas": schemas.get("$defs", {}),
+            "securitySchemes": {"token": {"type": "apiKey", "in": "header", "name": "Authorization"}},
+        },
+        "security": [{"token": []}],
+        "paths": _paths(),
+    }
+    return json.dumps(document)
+
+
+def openapi_document(base_url: str = "/") -> dict[str, Any]:
+    return json.loads(_document(base_url))  # type: ignore[no-any-return]
+
+
+if __name__ == "__main__":
+    json.dump(openapi_document(), sys.stdout, indent=2)
+    sys.stdout.write("\n")
