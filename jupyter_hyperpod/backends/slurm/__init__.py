@@ -1,0 +1,1 @@
+"""The Slurm backend (SageMaker HyperPod with Slurm, or any Slurm cluster): see `backend.py`."""

@@ -1,0 +1,448 @@
+"""`SlurmOrchestrator`: JupyterLab as the login node of a Slurm cluster (HyperPod Slurm or any).
+
+Everything goes through Slurm's own clients (sinfo, squeue, sacct, scontrol, sbatch, scancel) run
+as argument lists with time limits. Status polling costs one `squeue` for all our jobs, plus one
+`sacct` (accounting on) or one `scontrol show job` (off) when some job has just finished or left
+the queue. While slurmctld is away every call raises `BackendUnavailable` (HTTP 503) and no job is
+marked failed; the next successful poll picks up where it left off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from traitlets import Bool, Enum, Float, List, Unicode
+
+from ...core.errors import BackendError, BackendUnavailable, InvalidRequest
+from ...core.launch import uses_torchrun
+from ...core.models import Capabilities, JobState, Node, RankInfo
+from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
+from . import jobs as slurm_jobs
+from .commands import Controller, SlurmCommands, command_error, parse_controllers, parse_key_values
+from .nodes import SINFO_FORMAT, nodes_from_json, nodes_from_text
+from .script import (
+    EXIT_CODE_NAME,
+    SCRIPT_NAME,
+    ScriptOptions,
+    output_path,
+    rank_log_name,
+    render_script,
+)
+
+CONFIG_TTL = 60.0
+
+
+class SlurmOrchestrator(Orchestrator):
+    """Drives Slurm through its command-line clients, as a person on the login node would."""
+
+    kind = "slurm"
+    default_cluster_fs_root = None  # login node and compute nodes share paths (HyperPod: /fsx)
+
+    partition = Unicode(
+        "", config=True, help="Slurm partition for jobs that name none; '' = Slurm's default."
+    )
+    sbatch_extra_args = List(
+        Unicode(),
+        default_value=[],
+        config=True,
+        help="Extra sbatch options, written as #SBATCH lines of every job: ['--account=ml'].",
+    )
+    bin_dir = Unicode("", config=True, help="Directory of sbatch, squeue... ('' = found on PATH).")
+    command_timeout = Float(30.0, config=True, help="Seconds a Slurm command may take before 503.")
+    accounting = Enum(
+        ["auto", "on", "off"],
+        default_value="auto",
+        config=True,
+        help="Use sacct for finished jobs: auto = when slurmdbd accounting is configured.",
+    )
+    use_json = Bool(True, config=True, help="Use `sinfo --json` where this Slurm supports it.")
+    fast_fail = Bool(
+        True,
+        config=True,
+        help="Probe slurmctld's port before each command so that an outage answers at once.",
+    )
+    hyperpod_marker = Unicode(
+        "/opt/sagemaker_cluster",
+        config=True,
+        help="Present on HyperPod Slurm nodes: jobs then run `srun --auto-resume=1`.",
+    )
+    auto_resume = Bool(
+        True,
+        config=True,
+        help="On HyperPod, restart jobs on replaced nodes (srun --auto-resume=1).",
+    )
+    gpu_option = Enum(
+        ["gpus-per-node", "gres"],
+        default_value="gpus-per-node",
+        config=True,
+        help="How GPUs are requested: --gpus-per-node=N or --gres=gpu:N.",
+    )
+    torchrun = Unicode("torchrun", config=True, help="torchrun on the compute nodes.")
+
+    def __init__(self, *, settings: Any, **kwargs: Any) -> None:
+        super().__init__(settings=settings, **kwargs)
+        self.commands = SlurmCommands(bin_dir=self.bin_dir, timeout=self.command_timeout)
+        self._config: dict[str, str] = {}
+        self._config_at = 0.0
+        self._controllers: list[Controller] = []
+        self._json_ok: bool | None = None
+        self._lock = threading.Lock()
+
+    # -- cluster facts ---------------------------------------------------------------------------
+
+    def slurm_config(self, *, force: bool = False) -> dict[str, str]:
+        """`scontrol show config`, cached a minute; also tells the fast-fail probe where to look."""
+        with self._lock:
+            fresh = time.monotonic() - self._config_at < CONFIG_TTL
+            if self._config and fresh and not force:
+                return self._config
+        text = self.commands.run("scontrol", ["show", "config"], probe=bool(self._config)).stdout
+        config = parse_key_values(text)
+        with self._lock:
+            self._config, self._config_at = config, time.monotonic()
+            self._controllers = parse_controllers(text)
+            if self.fast_fail:
+                self.commands.controllers = self._controllers
+        return config
+
+    def accounting_enabled(self) -> bool:
+        if self.accounting != "auto":
+            return self.accounting == "on"
+        storage = self.slurm_config().get("AccountingStorageType", "")
+        return bool(storage) and not storage.endswith("/none")
+
+    def on_hyperpod(self) -> bool:
+        return bool(self.hyperpod_marker) and os.path.exists(self.hyperpod_marker)
+
+    def cluster_name(self) -> str:
+        try:
+            return self.slurm_config().get("ClusterName") or "slurm"
+        except (BackendUnavailable, BackendError):
+            return self._config.get("ClusterName") or "slurm"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            cancel=True,
+            follow_logs=True,
+            per_rank_logs=True,
+            metrics=True,
+            multi_node=True,
+            gpus=True,
+            render_format="sbatch",
+        )
+
+    def details(self) -> dict[str, Any]:
+        config = self.slurm_config()
+        return {
+            "slurm_version": config.get("SLURM_VERSION"),
+            "cluster_name": config.get("ClusterName"),
+            "controllers": [f"{c.host}:{c.port}" for c in self._controllers],
+            "accounting": self.accounting_enabled(),
+            "hyperpod": self.on_hyperpod(),
+            "default_partition": self.partition or None,
+        }
+
+    # -- nodes -----------------------------------------------------------------------------------
+
+    def list_nodes(self) -> list[Node]:
+        self.slurm_config()  # 503 at once when the controller is away
+        if self.use_json and self._json_ok is not False:
+            done = self.commands.run("sinfo", ["--json"], ok_codes=(0, 1, 2))
+            document = _json_or_none(done.stdout) if done.returncode == 0 else None
+            if document is not None and (document.get("nodes") or not document.get("errors")):
+                self._json_ok = True
+                return sorted(nodes_from_json(document), key=_node_order)
+            if document is None and "json" in (done.stderr or "").lower():
+                self._json_ok = False  # this sinfo has no --json: text from now on
+            # Errors in the JSON say little ("Unspecified error"): the text form says what failed.
+        text = self.commands.run("sinfo", ["-N", "-h", "-O", SINFO_FORMAT]).stdout
+        return sorted(nodes_from_text(text), key=_node_order)
+
+    # -- submit ----------------------------------------------------------------------------------
+
+    def script_options(self) -> ScriptOptions:
+        return ScriptOptions(
+            partition=self.partition,
+            extra_sbatch=list(self.sbatch_extra_args),
+            hyperpod=self.on_hyperpod(),
+            auto_resume=self.auto_resume,
+            gpu_option=self.gpu_option,
+            torchrun=self.torchrun,
+            python=self.settings.cluster_python,
+        )
+
+    def render(self, launch: Launch) -> RenderedJob:
+        text, warnings = render_script(launch, self.script_options())
+        return RenderedJob(format="sbatch", language="shell", text=text, warnings=warnings)
+
+    def submit(self, launch: Launch) -> JobUpdate:
+        rendered = self.render(launch)
+        local_dir = Path(launch.job_dir_local)
+        local_dir.mkdir(parents=True, exist_ok=True)
+        script = local_dir / SCRIPT_NAME
+        script.write_text(rendered.text, encoding="utf-8")
+        done = self.commands.run("sbatch", ["--parsable", str(script)])
+        slurm_id = (
+            done.stdout.strip().splitlines()[-1].split(";")[0].strip()
+            if done.stdout.strip()
+            else ""
+        )
+        if not slurm_id.isdigit():
+            raise BackendError(
+                f"sbatch did not print a job id: {done.stdout.strip()!r} {done.stderr.strip()!r}"
+            )
+        stdout = output_path(launch.job_dir, slurm_id)
+        try:  # the real path, as Slurm expanded it (extra #SBATCH lines may have moved it)
+            shown = slurm_jobs.parse_scontrol_jobs(
+                self.commands.run("scontrol", ["-o", "show", "job", slurm_id]).stdout
+            ).get(slurm_id)
+            if shown and shown.stdout:
+                stdout = shown.stdout
+        except (BackendUnavailable, BackendError) as error:
+            self.log.warning("Slurm job %s: could not read its output path: %s", slurm_id, error)
+        spec = launch.spec
+        data = {
+            "slurm_id": slurm_id,
+            "stdout": stdout,
+            "job_dir": launch.job_dir,
+            "job_dir_local": str(local_dir),
+            "script": str(script),
+            "world_size": spec.world_size,
+            "procs_per_node": spec.procs_per_node,
+            "torchrun": uses_torchrun(spec, multi_node_cluster=True),
+            "slurm_state": "PENDING",
+            "events": [f"submitted as Slurm job {slurm_id}"]
+            + [f"warning: {warning}" for warning in rendered.warnings],
+        }
+        return JobUpdate(
+            backend_id=slurm_id,
+            state=JobState.PENDING,
+            events=data["events"],
+            ranks=_ranks(data, None, JobState.PENDING),
+            data=data,
+        )
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+        ours = {job.backend_id: job for job in jobs if job.backend_id}
+        if not ours:
+            return {}
+        ids = sorted(ours, key=lambda value: int(value) if value.isdigit() else 0)
+        done = self.commands.run(
+            "squeue",
+            ["-h", "-t", "all", "-j", ",".join(ids), "-o", slurm_jobs.SQUEUE_FORMAT],
+            ok_codes=(0, 1),
+        )
+        if done.returncode != 0 and "invalid job id" not in done.stderr.lower():
+            raise _error_of("squeue", done)
+        records = slurm_jobs.parse_squeue(done.stdout if done.returncode == 0 else "")
+        # Finished jobs need their exit code, and jobs gone from squeue their end: one more query.
+        wanted = [
+            slurm_id for slurm_id in ids if slurm_id not in records or records[slurm_id].finished
+        ]
+        if wanted:
+            records.update(self._finished_records(wanted))
+        updates = {}
+        for slurm_id, job in ours.items():
+            record = records.get(slurm_id)
+            update = self._update_from(job, record) if record else self._vanished(job)
+            if update is not None:
+                updates[job.id] = update
+        return updates
+
+    def _finished_records(self, ids: list[str]) -> dict[str, slurm_jobs.JobRecord]:
+        found: dict[str, slurm_jobs.JobRecord] = {}
+        if self.accounting_enabled():
+            done = self.commands.run(
+                "sacct",
+                ["-X", "-n", "-P", "-j", ",".join(ids), "-o", slurm_jobs.SACCT_FIELDS],
+                ok_codes=(0, 1),
+            )
+            if done.returncode == 0:
+                found = {k: v for k, v in slurm_jobs.parse_sacct(done.stdout).items() if k in ids}
+            elif "accounting storage is disabled" not in done.stderr.lower():
+                raise _error_of("sacct", done)
+        missing = [slurm_id for slurm_id in ids if slurm_id not in found]
+        if missing:
+            # scontrol takes one job id or none: one call for every job the controller still holds.
+            args = ["-o", "show", "job"] + (missing if len(missing) == 1 else [])
+            done = self.commands.run("scontrol", args, ok_codes=(0, 1))
+            if done.returncode != 0 and "invalid job id" not in done.stderr.lower():
+                raise _error_of("scontrol", done)
+            shown = slurm_jobs.parse_scontrol_jobs(done.stdout if done.returncode == 0 else "")
+            found.update({k: v for k, v in shown.items() if k in missing})
+        return found
+
+    def _update_from(self, job: StoredJob, record: slurm_jobs.JobRecord) -> JobUpdate | None:
+        state = record.state
+        previous = (
+            job.data.get("slurm_state"),
+            job.data.get("slurm_reason"),
+            job.data.get("nodes"),
+        )
+        now = (record.slurm_state, record.reason, record.nodes or job.data.get("nodes"))
+        if state == job.state and now == previous and not state.finished:
+            return None
+        data: dict[str, Any] = {"slurm_state": record.slurm_state, "slurm_reason": record.reason}
+        if record.nodes:
+            data["nodes"] = record.nodes
+        if record.stdout:
+            data["stdout"] = record.stdout
+        merged = {**job.data, **data}
+        exit_code = record.exit_code
+        if state.finished and exit_code is None:
+            exit_code = _exit_code_file(merged)
+        events = None
+        if state != job.state:
+            reason = f" ({record.reason})" if record.reason else ""
+            events = _with_event(job.data, f"Slurm: {record.slurm_state}{reason}")
+            data["events"] = events
+        return JobUpdate(
+            state=state,
+            state_reason=_state_reason(record),
+            started=record.start if state != JobState.PENDING else None,
+            ended=record.end if state.finished else None,
+            exit_code=exit_code if state.finished else None,
+            ranks=_ranks(merged, record.nodes, state),
+            events=events,
+            data=data,
+        )
+
+    def _vanished(self, job: StoredJob) -> JobUpdate | None:
+        """Slurm has forgotten the job (MinJobAge passed, no accounting): trust what it left us."""
+        code = _exit_code_file(job.data)
+        if code is not None:
+            state = JobState.SUCCEEDED if code == 0 else JobState.FAILED
+            reason = "Slurm no longer knows this job; exit code from its exit-code file"
+        elif job.state == JobState.PENDING and not job.data.get("slurm_state"):
+            return None
+        else:
+            state, code = JobState.FAILED, None
+            reason = "Slurm no longer knows this job and it left no exit code (killed or lost)"
+        return JobUpdate(
+            state=state,
+            state_reason=reason,
+            ended=time.time(),
+            exit_code=code,
+            events=_with_event(job.data, reason),
+            data={"slurm_state": "UNKNOWN", "events": _with_event(job.data, reason)},
+        )
+
+    # -- cancel and logs -------------------------------------------------------------------------
+
+    def cancel(self, job: StoredJob) -> JobUpdate:
+        if not job.backend_id:
+            return JobUpdate(
+                state=JobState.CANCELLED,
+                state_reason="cancelled before Slurm got it",
+                ended=time.time(),
+            )
+        done = self.commands.run("scancel", [job.backend_id], ok_codes=(0, 1))
+        if done.returncode != 0:
+            message = (done.stderr or done.stdout).lower()
+            if "already completing or completed" in message or "invalid job id" in message:
+                return self.refresh([job]).get(job.id) or JobUpdate()
+            raise _error_of("scancel", done)
+        return JobUpdate(
+            state=JobState.CANCELLED,
+            state_reason=f"cancelled by {self.settings.user} (scancel {job.backend_id})",
+            ended=time.time(),
+            events=_with_event(job.data, f"scancel {job.backend_id}"),
+            data={
+                "slurm_state": "CANCELLED",
+                "events": _with_event(job.data, f"scancel {job.backend_id}"),
+            },
+        )
+
+    def log_reader(self, job: StoredJob, rank: int) -> LogReader:
+        world = int(job.data.get("world_size") or job.spec.world_size)
+        if rank < 0 or rank >= world:
+            raise InvalidRequest(f"rank must be between 0 and {world - 1}", field="rank")
+        return FileLogReader(_rank_log_local(job.data, rank))
+
+    def close(self) -> None:
+        pass
+
+
+def _with_event(data: dict[str, Any], event: str, keep: int = 20) -> list[str]:
+    """The job's recent events (kept in its data) with one more."""
+    return [*list(data.get("events") or []), event][-keep:]
+
+
+def _json_or_none(text: str) -> dict[str, Any] | None:
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _node_order(node: Node) -> tuple[str, int, str]:
+    digits = "".join(ch for ch in node.name if ch.isdigit())
+    return (node.name.rstrip("0123456789"), int(digits) if digits else 0, node.name)
+
+
+def _error_of(name: str, done: Any) -> Exception:
+    return command_error(name, done.returncode, done.stderr or done.stdout)
+
+
+def _state_reason(record: slurm_jobs.JobRecord) -> str | None:
+    if record.state == JobState.PENDING and record.reason:
+        return f"waiting in the queue: {record.reason}"
+    if record.state.finished and record.slurm_state.split()[0] not in ("COMPLETED", "CANCELLED"):
+        return record.slurm_state + (f" ({record.reason})" if record.reason else "")
+    if record.slurm_state.startswith("CANCELLED"):
+        return record.slurm_state
+    return None
+
+
+def _local_path(data: dict[str, Any], cluster_path: str) -> str:
+    """A path under the job directory, as this machine sees it."""
+    job_dir, local_dir = data.get("job_dir"), data.get("job_dir_local")
+    if (
+        job_dir
+        and local_dir
+        and (cluster_path == job_dir or cluster_path.startswith(job_dir.rstrip("/") + "/"))
+    ):
+        return local_dir + cluster_path[len(job_dir.rstrip("/")) :]
+    return cluster_path
+
+
+def _rank_log_local(data: dict[str, Any], rank: int) -> str:
+    if rank == 0:
+        return _local_path(
+            data,
+            str(data.get("stdout") or output_path(data.get("job_dir", ""), data.get("slurm_id"))),
+        )
+    return str(Path(str(data.get("job_dir_local", ""))) / rank_log_name(rank))
+
+
+def _exit_code_file(data: dict[str, Any]) -> int | None:
+    local_dir = data.get("job_dir_local")
+    if not local_dir:
+        return None
+    try:
+        return int(Path(local_dir, EXIT_CODE_NAME).read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _ranks(data: dict[str, Any], nodes: str | None, state: JobState) -> list[RankInfo]:
+    world = int(data.get("world_size") or 1)
+    per_node = max(1, int(data.get("procs_per_node") or 1))
+    hosts = slurm_jobs.expand_hostlist(nodes)
+    job_dir = str(data.get("job_dir", "")).rstrip("/")
+    ranks = []
+    for rank in range(world):
+        node = None
+        if hosts:  # srun and torchrun's static rendezvous both place ranks in node blocks
+            node = hosts[min(rank // per_node, len(hosts) - 1)]
+        log = data.get("stdout") if rank == 0 else f"{job_dir}/{rank_log_name(rank)}"
+        ranks.append(RankInfo(rank=rank, node=node, state=state.value, log=log))
+    return ranks

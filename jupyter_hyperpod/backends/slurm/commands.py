@@ -1,0 +1,161 @@
+"""Running Slurm's client commands: argument lists only, time limits, and one error mapping.
+
+Every command goes through `SlurmCommands.run`, which turns "slurmctld cannot be reached" into
+`BackendUnavailable` (HTTP 503) and any other refusal into `BackendError` (502). When the
+controller is down, Slurm's clients retry for MessageTimeout (10-20 s per call); once we know the
+controller's address we probe it first (a TCP connect) so that an outage answers at once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ...core.errors import BackendError, BackendUnavailable
+
+UNREACHABLE = re.compile(
+    r"unable to contact slurm controller|socket timed out|zero bytes were transmitted"
+    r"|connection refused|communication connection failure|could not establish a configuration"
+    r"|backup controller in standby|slurmctld.*not responding|transport endpoint is not connected",
+    re.IGNORECASE,
+)
+"""Messages of Slurm's clients that mean the controller is away, not that it refused."""
+
+DROPPED_ENV = re.compile(r"^(JPY_|JUPYTERHUB_API_TOKEN$|JUPYTER_TOKEN$|SLURM_(?!CONF$))")
+"""Server variables never handed to Slurm's clients: sbatch copies its environment into the job,
+which must not get the server's tokens, nor SLURM_* of an allocation the server may run in."""
+
+
+@dataclass(frozen=True)
+class Controller:
+    host: str
+    port: int
+
+
+class SlurmCommands:
+    """Runs sinfo/squeue/sacct/scontrol/sbatch/scancel with a time limit each."""
+
+    def __init__(
+        self, *, bin_dir: str = "", timeout: float = 30.0, probe_timeout: float = 1.0
+    ) -> None:
+        self.bin_dir = bin_dir
+        self.timeout = timeout
+        self.probe_timeout = probe_timeout
+        self.controllers: list[Controller] = []
+        """Known slurmctld addresses (from `scontrol show config`); empty: never probe."""
+        self._lock = threading.Lock()
+        self.calls = 0
+        """How many commands ran (tests check that polling is batched)."""
+        self.history: list[list[str]] = []
+        """The last commands run, newest last (bounded)."""
+
+    def executable(self, name: str) -> str:
+        if self.bin_dir:
+            return os.path.join(self.bin_dir, name)
+        return shutil.which(name) or name
+
+    def environment(self) -> dict[str, str]:
+        return {key: value for key, value in os.environ.items() if not DROPPED_ENV.match(key)}
+
+    def run(
+        self,
+        name: str,
+        args: Sequence[str],
+        *,
+        timeout: float | None = None,
+        ok_codes: Sequence[int] = (0,),
+        probe: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `name args...`; returns the finished process when its exit code is in ok_codes."""
+        if probe:
+            self.check_reachable()
+        argv = [self.executable(name), *args]
+        with self._lock:
+            self.calls += 1
+            self.history = [*self.history[-49:], [name, *args]]
+        limit = timeout or self.timeout
+        try:
+            done = subprocess.run(
+                argv,
+                capture_output=True,
+                text=True,
+                timeout=limit,
+                env=dict(env) if env is not None else self.environment(),
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise BackendUnavailable(
+                f"the Slurm command '{name}' is not installed here: is this a Slurm login node?"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise BackendUnavailable(
+                f"Slurm did not answer '{name}' within {limit:g} s: slurmctld may be down or busy"
+            ) from None
+        if done.returncode in ok_codes:
+            return done
+        raise command_error(name, done.returncode, done.stderr or done.stdout)
+
+    def check_reachable(self) -> None:
+        """Fail fast when every known controller refuses connections (slurmctld is down)."""
+        if not self.controllers:
+            return
+        errors = []
+        for controller in self.controllers:
+            try:
+                with socket.create_connection(
+                    (controller.host, controller.port), timeout=self.probe_timeout
+                ):
+                    return
+            except OSError as error:
+                errors.append(f"{controller.host}:{controller.port} ({error.strerror or error})")
+        raise BackendUnavailable(
+            f"cannot connect to slurmctld at {', '.join(errors)}; it may be restarting, "
+            "and this page recovers by itself when it is back"
+        )
+
+
+def command_error(name: str, code: int, output: str) -> BackendUnavailable | BackendError:
+    message = (
+        " ".join(line.strip() for line in output.strip().splitlines()[-3:]) or f"exit code {code}"
+    )
+    if UNREACHABLE.search(message):
+        return BackendUnavailable(f"cannot connect to slurmctld ({name}: {message})")
+    return BackendError(f"{name} failed: {message}")
+
+
+def parse_controllers(config_text: str) -> list[Controller]:
+    """`SlurmctldHost[i] = name(addr)` and `SlurmctldPort = 6817` of `scontrol show config`."""
+    port = 6817
+    hosts: list[str] = []
+    for line in config_text.splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        key, value = key.strip(), value.strip()
+        if key == "SlurmctldPort":
+            match = re.match(r"\d+", value)
+            if match:
+                port = int(match.group())
+        elif key.startswith("SlurmctldHost["):
+            match = re.match(r"([^(\s]+)(?:\(([^)]+)\))?", value)
+            if match:
+                hosts.append(match.group(2) or match.group(1))
+    return [Controller(host, port) for host in hosts]
+
+
+def parse_key_values(text: str) -> dict[str, str]:
+    """`Key = value` lines of `scontrol show config`."""
+    result: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and " " not in key.strip():
+            result[key.strip()] = value.strip()
+    return result

@@ -1,0 +1,189 @@
+"""A job -> the sbatch script a person would write: `#SBATCH` header, environment, one srun.
+
+Ranks get the variables torch.distributed expects (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT): torchrun sets them when it launches the ranks (one torchrun per node, rendezvous at
+the allocation's first node on a port derived from the job id), otherwise a small rank shell sets
+them from SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS. Rank 0 writes to the job's output file
+(Slurm's StdOut, with the launcher's messages); every other rank to `rank-<N>.log` beside it.
+Every user string goes through shell quoting.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ...core.errors import InvalidRequest
+from ...core.launch import program_argv, shell_join, torchrun_argv, uses_torchrun
+from ..base import Launch
+
+OUTPUT_NAME = "slurm-%j.out"
+SCRIPT_NAME = "job.sbatch"
+EXIT_CODE_NAME = "exit-code"
+PORT_BASE = 20000
+PORT_RANGE = 20000
+RANK_REDIRECT = '[ "$RANK" = 0 ] || exec >>"$HYPERPOD_RANK_LOG_DIR/rank-$RANK.log" 2>&1'
+_UNSAFE_SBATCH_VALUE = re.compile(r"[\s\"'\\]")
+
+
+@dataclass
+class ScriptOptions:
+    partition: str = ""
+    extra_sbatch: list[str] = field(default_factory=list)
+    hyperpod: bool = False
+    auto_resume: bool = True
+    gpu_option: str = "gpus-per-node"
+    torchrun: str = "torchrun"
+    python: str = "python3"
+
+
+def rank_log_name(rank: int) -> str:
+    return f"rank-{rank}.log"
+
+
+def output_path(job_dir: str, slurm_id: str | None = None) -> str:
+    name = OUTPUT_NAME.replace("%j", slurm_id) if slurm_id else OUTPUT_NAME
+    return f"{job_dir.rstrip('/')}/{name}"
+
+
+def sbatch_value(value: str, what: str) -> str:
+    """A value for an `#SBATCH` line, which sbatch (not a shell) reads."""
+    if "\n" in value or "\r" in value:
+        raise InvalidRequest(f"the {what} cannot contain a line break")
+    if _UNSAFE_SBATCH_VALUE.search(value):
+        if '"' in value or "\\" in value:
+            raise InvalidRequest(f"the {what} cannot contain quotes or backslashes on Slurm")
+        return f'"{value}"'
+    return value
+
+
+def render_script(launch: Launch, options: ScriptOptions) -> tuple[str, list[str]]:
+    """(script text, warnings)."""
+    spec = launch.spec
+    warnings: list[str] = []
+    torchrun = uses_torchrun(spec, multi_node_cluster=True)
+    job_dir = launch.job_dir.rstrip("/")
+    partition = spec.queue or options.partition
+    auto_resume = options.hyperpod and (options.auto_resume or spec.auto_resume)
+    if spec.auto_resume and not options.hyperpod:
+        warnings.append(
+            "auto-resume needs a HyperPod cluster (/opt/sagemaker_cluster); not used here"
+        )
+    if spec.image:
+        warnings.append(
+            "container images are not used on Slurm; the job runs in the nodes' environment"
+        )
+    if spec.efa_per_node:
+        warnings.append("EFA is not requested on Slurm: NCCL uses the nodes' EFA devices by itself")
+    if spec.kind:
+        warnings.append(f"the job kind '{spec.kind}' is for Kubernetes; Slurm runs a batch job")
+
+    header = [
+        f"--job-name={sbatch_value(spec.name, 'job name')}",
+        f"--nodes={spec.nodes}",
+        f"--ntasks-per-node={1 if torchrun else spec.procs_per_node}",
+    ]
+    if torchrun and spec.procs_per_node > 1:
+        header.append(f"--cpus-per-task={spec.procs_per_node}")
+    if spec.gpus_per_node:
+        header.append(
+            f"--gres=gpu:{spec.gpus_per_node}"
+            if options.gpu_option == "gres"
+            else f"--gpus-per-node={spec.gpus_per_node}"
+        )
+    if partition:
+        header.append(f"--partition={sbatch_value(partition, 'partition')}")
+    if spec.time_limit_minutes:
+        header.append(f"--time={spec.time_limit_minutes}")
+    out = sbatch_value(output_path(job_dir), "job directory")
+    header += [
+        f"--chdir={sbatch_value(job_dir, 'job directory')}",
+        f"--output={out}",
+        f"--error={out}",
+    ]
+    for extra in options.extra_sbatch:
+        if not extra.startswith("-") or "\n" in extra:
+            raise InvalidRequest(
+                f"sbatch_extra_args must be options such as --account=x, not {extra!r}"
+            )
+        header.append(extra)
+
+    lines = [
+        "#!/bin/bash",
+        f"# jupyter-hyperpod job {spec.name} ({launch.job_id}) of {launch.user}, submitted as",
+        f"# `sbatch --parsable {SCRIPT_NAME}` from its job directory. Rank 0 and the launcher",
+        "# write to the output file below, rank N > 0 to rank-N.log in the same directory.",
+        *[f"#SBATCH {item}" for item in header],
+        "",
+        "# Environment of every rank.",
+        *[f"export {key}={shlex.quote(value)}" for key, value in sorted(launch.env.items())],
+        f"export HYPERPOD_RANK_LOG_DIR={shlex.quote(job_dir)}",
+        "",
+        "# Rendezvous: the allocation's first node is the master, the port comes from the job id.",
+        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        f"MASTER_PORT=$(({PORT_BASE} + SLURM_JOB_ID % {PORT_RANGE}))",
+        "export MASTER_ADDR MASTER_PORT",
+        'echo "job $SLURM_JOB_ID on $SLURM_JOB_NUM_NODES node(s) ($SLURM_JOB_NODELIST),'
+        ' master $MASTER_ADDR:$MASTER_PORT, $(date -u +%FT%TZ)"',
+        "",
+        f"cd {shlex.quote(launch.workdir)} || exit 1",
+        "",
+    ]
+
+    program = program_argv(launch.command, options.python)
+    srun = ["srun", "--kill-on-bad-exit=1"]
+    if auto_resume:
+        srun.append("--auto-resume=1")
+    if torchrun:
+        lines += [
+            "# Each rank (started by torchrun, which sets RANK, LOCAL_RANK, WORLD_SIZE...):",
+            "# rank 0 writes to the job's output, the others to their own log.",
+            "RANK_SHELL='" + RANK_REDIRECT,
+            """exec "$@"'""",
+            "",
+            f"# torchrun on each node starts {spec.procs_per_node} rank(s), node rank SLURM_NODEID",
+        ]
+        argv = torchrun_argv(
+            ["bash"],
+            nnodes=spec.nodes,
+            nproc_per_node=spec.procs_per_node,
+            rdzv_endpoint=None,  # static rendezvous: the master node and the node rank are Slurm's
+            max_restarts=spec.max_retries,
+            torchrun=options.torchrun,
+        )[:-2]  # without the trailing "--no-python bash": the rank shell follows
+        launcher = [
+            shell_join(argv),
+            '--master-addr="$MASTER_ADDR" --master-port="$MASTER_PORT" --no-python',
+        ]
+        node_shell = shlex.quote('exec "$0" --node-rank="$SLURM_NODEID" "$@"')
+        srun_line = [
+            shell_join(srun),
+            f"bash -c {node_shell}",
+            *launcher,
+            'bash -c "$RANK_SHELL" rank',
+            shell_join(program),
+        ]
+    else:
+        lines += [
+            "# Each rank (one srun task): torch.distributed variables from Slurm's; rank 0 writes",
+            "# to the job's output, the others to their own log.",
+            "RANK_SHELL='export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID"
+            f" WORLD_SIZE=$SLURM_NTASKS LOCAL_WORLD_SIZE={spec.procs_per_node}",
+            RANK_REDIRECT,
+            """exec "$@"'""",
+            "",
+            f"# {spec.world_size} rank(s): {spec.nodes} node(s) x {spec.procs_per_node}.",
+        ]
+        srun_line = [shell_join(srun), 'bash -c "$RANK_SHELL" rank', shell_join(program)]
+    lines += [
+        " \\\n    ".join(srun_line),
+        "status=$?",
+        "",
+        "# Kept for jupyter-hyperpod in case Slurm forgets the job before its end is seen.",
+        f'echo "$status" > {shlex.quote(job_dir + "/" + EXIT_CODE_NAME)}',
+        'echo "job $SLURM_JOB_ID finished with exit code $status, $(date -u +%FT%TZ)"',
+        'exit "$status"',
+        "",
+    ]
+    return "\n".join(lines), warnings
