@@ -1,0 +1,157 @@
+import { ServerConnection } from '@jupyterlab/services';
+
+import { requestAPI } from './handler';
+import {
+  FileSort,
+  IClusterInfo,
+  IFileListing,
+  IJob,
+  IJobList,
+  IJobMetrics,
+  ILogSnapshot,
+  INode,
+  IRendered,
+  ITemplateInfo,
+  JobState,
+  Submission
+} from './models';
+
+/** Query string from the defined values of `params`. */
+export function queryString(
+  params: Record<string, string | number | undefined | null>
+): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== '') {
+      search.append(key, String(value));
+    }
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+/**
+ * The typed client of the hyperpod REST API: the only place the panel talks to the server.
+ */
+export class HyperpodClient {
+  constructor(
+    readonly serverSettings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  private _get<T>(path: string): Promise<T> {
+    return requestAPI<T>(path, { method: 'GET' }, this.serverSettings);
+  }
+
+  private _send<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const init: RequestInit = { method };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers = { 'Content-Type': 'application/json' };
+    }
+    return requestAPI<T>(path, init, this.serverSettings);
+  }
+
+  cluster(): Promise<IClusterInfo> {
+    return this._get('cluster');
+  }
+
+  async nodes(): Promise<INode[]> {
+    const reply = await this._get<{ nodes: INode[] }>('nodes');
+    return reply.nodes;
+  }
+
+  files(
+    path: string,
+    options: { offset?: number; limit?: number; sort?: FileSort } = {}
+  ): Promise<IFileListing> {
+    return this._get(
+      'files' +
+        queryString({
+          path,
+          offset: options.offset,
+          limit: options.limit,
+          sort: options.sort
+        })
+    );
+  }
+
+  async templates(): Promise<ITemplateInfo[]> {
+    const reply = await this._get<{ templates: ITemplateInfo[] }>(
+      'templates'
+    );
+    return reply.templates;
+  }
+
+  render(submission: Submission): Promise<IRendered> {
+    return this._send('POST', 'jobs/render', submission);
+  }
+
+  submit(submission: Submission): Promise<IJob> {
+    return this._send('POST', 'jobs', submission);
+  }
+
+  jobs(
+    options: { state?: JobState | ''; limit?: number; offset?: number } = {}
+  ): Promise<IJobList> {
+    return this._get(
+      'jobs' +
+        queryString({
+          state: options.state,
+          limit: options.limit,
+          offset: options.offset
+        })
+    );
+  }
+
+  job(id: string): Promise<IJob> {
+    return this._get(`jobs/${encodeURIComponent(id)}`);
+  }
+
+  cancel(id: string): Promise<IJob> {
+    return this._send('DELETE', `jobs/${encodeURIComponent(id)}`);
+  }
+
+  logs(id: string, rank = 0, tail = 1000): Promise<ILogSnapshot> {
+    return this._get(
+      `jobs/${encodeURIComponent(id)}/logs` + queryString({ rank, tail })
+    );
+  }
+
+  metrics(id: string): Promise<IJobMetrics> {
+    return this._get(`jobs/${encodeURIComponent(id)}/metrics`);
+  }
+
+  /**
+   * The WebSocket URL that follows a job's log, with the token as any Jupyter websocket.
+   */
+  logStreamUrl(
+    id: string,
+    rank: number | 'all',
+    offsets: Map<number, number>
+  ): string {
+    const settings = this.serverSettings;
+    const base = settings.wsUrl.endsWith('/')
+      ? settings.wsUrl
+      : settings.wsUrl + '/';
+    const params: Record<string, string | number | undefined> = {
+      rank: String(rank)
+    };
+    if (rank === 'all') {
+      if (offsets.size > 0) {
+        params.offsets = Array.from(offsets.entries())
+          .sort((a, b) => a[0] - b[0])
+          .map(([r, o]) => `${r}:${o}`)
+          .join(',');
+      }
+    } else {
+      params.offset = offsets.get(rank) ?? 0;
+    }
+    if (settings.token) {
+      params.token = settings.token;
+    }
+    return (
+      `${base}hyperpod/api/jobs/${encodeURIComponent(id)}/logs/stream` +
+      queryString(params)
+    );
+  }
+}

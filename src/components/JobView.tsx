@@ -1,0 +1,225 @@
+import { redoIcon, stopIcon } from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import { formatDate, jobDuration } from '../format';
+import { ApiError } from '../handler';
+import { asApiError, HyperpodModel } from '../model';
+import { IJob, isFinished } from '../models';
+import { ErrorMessage, IconButton, RefreshButton, StateBadge, useSignal, useTick } from './common';
+import { resources } from './JobsView';
+import { LogView } from './LogView';
+import { MetricsView } from './MetricsView';
+import { usePoll } from './usePoll';
+
+export type JobTab = 'details' | 'logs' | 'metrics';
+
+export interface IJobViewProps {
+  model: HyperpodModel;
+  job: IJob;
+  initialTab: JobTab;
+  cancelJob: (job: IJob) => Promise<IJob | null>;
+  resubmitJob: (job: IJob) => void;
+  onJob?: (job: IJob) => void;
+}
+
+function Details(props: { job: IJob }): JSX.Element {
+  const { job } = props;
+  const spec = job.spec;
+  const rows: [string, React.ReactNode][] = [
+    ['State', <StateBadge key="s" state={job.state} />],
+    ['Reason', job.state_reason],
+    ['Job id', <code key="i">{job.id}</code>],
+    ['Backend id', job.backend_id ? <code key="b">{job.backend_id}</code> : null],
+    ['Orchestrator', job.orchestrator],
+    ['User', job.user],
+    ['Created', formatDate(job.created)],
+    ['Started', formatDate(job.started)],
+    ['Ended', job.ended ? formatDate(job.ended) : null],
+    ['Run time', job.started ? jobDuration(job.started, job.ended) : null],
+    ['Exit code', job.exit_code !== null ? String(job.exit_code) : null],
+    ['Resources', resources(job)],
+    ['Template', spec.template ?? null],
+    ['Command', <code key="c">{(spec.command ?? []).join(' ')}</code>],
+    ['Working dir', spec.workdir || '(partition root)'],
+    ['Queue', spec.queue ?? null],
+    ['Image', spec.image ?? null]
+  ];
+  return (
+    <div className="jp-hyperpod-Details">
+      <dl className="jp-hyperpod-Facts jp-hyperpod-Facts-wide">
+        {rows
+          .filter(([, value]) => value !== null && value !== undefined && value !== '')
+          .map(([key, value]) => (
+            <React.Fragment key={key}>
+              <dt>{key}</dt>
+              <dd>{value}</dd>
+            </React.Fragment>
+          ))}
+      </dl>
+      {job.ranks.length > 0 && (
+        <>
+          <h3>Ranks</h3>
+          <table className="jp-hyperpod-Table">
+            <thead>
+              <tr>
+                <th>Rank</th>
+                <th>Node</th>
+                <th>State</th>
+                <th>Exit</th>
+                <th>Restarts</th>
+              </tr>
+            </thead>
+            <tbody>
+              {job.ranks.map(rank => (
+                <tr key={rank.rank}>
+                  <td>{rank.rank}</td>
+                  <td>{rank.node ?? '—'}</td>
+                  <td>{rank.state ?? '—'}</td>
+                  <td>{rank.exit_code ?? '—'}</td>
+                  <td>{rank.restarts}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+      {job.events.length > 0 && (
+        <>
+          <h3>Events</h3>
+          <ul className="jp-hyperpod-Events">
+            {job.events.map((event, i) => (
+              <li key={i}>{event}</li>
+            ))}
+          </ul>
+        </>
+      )}
+      {spec.env && Object.keys(spec.env).length > 0 && (
+        <>
+          <h3>Environment</h3>
+          <pre className="jp-hyperpod-Preview-text">
+            {Object.entries(spec.env)
+              .map(([k, v]) => `${k}=${v}`)
+              .join('\n')}
+          </pre>
+        </>
+      )}
+    </div>
+  );
+}
+
+export function JobView(props: IJobViewProps): JSX.Element {
+  const { model } = props;
+  useSignal(model.changed);
+  useTick(10000);
+  const [job, setJob] = React.useState<IJob>(props.job);
+  const [tab, setTab] = React.useState<JobTab>(props.initialTab);
+  const [visited, setVisited] = React.useState<Set<JobTab>>(new Set([props.initialTab]));
+  const [error, setError] = React.useState<ApiError | null>(null);
+  const running = !isFinished(job.state);
+  const capabilities = model.cluster?.capabilities;
+
+  const update = (next: IJob) => {
+    setJob(next);
+    props.onJob?.(next);
+  };
+  const load = async () => {
+    try {
+      update(await model.client.job(job.id));
+      setError(null);
+    } catch (reason) {
+      setError(asApiError(reason));
+      throw reason;
+    }
+  };
+  const refresh = usePoll(load, model.settings.refreshInterval, running, [job.id]);
+
+  const select = (next: JobTab) => {
+    setTab(next);
+    setVisited(new Set([...visited, next]));
+  };
+  const tabs: { id: JobTab; title: string }[] = [
+    { id: 'details', title: 'Details' },
+    { id: 'logs', title: 'Logs' },
+    { id: 'metrics', title: 'Metrics' }
+  ];
+
+  return (
+    <div className="jp-hyperpod-JobView" data-job={job.name}>
+      <header className="jp-hyperpod-JobHeader">
+        <h2 className="jp-hyperpod-JobHeader-name">{job.name}</h2>
+        <StateBadge state={job.state} title={job.state_reason ?? undefined} />
+        <span className="jp-hyperpod-JobHeader-sub">
+          {resources(job)}
+          {job.started ? ` · ${jobDuration(job.started, job.ended)}` : ''}
+        </span>
+        <span className="jp-hyperpod-Spacer" />
+        {running && (capabilities?.cancel ?? true) && (
+          <IconButton
+            icon={stopIcon}
+            title={`Cancel ${job.name}`}
+            label="Cancel"
+            onClick={() => {
+              void props.cancelJob(job).then(next => next && update(next));
+            }}
+          />
+        )}
+        <IconButton
+          icon={redoIcon}
+          title="Resubmit (opens the form prefilled)"
+          label="Resubmit"
+          onClick={() => props.resubmitJob(job)}
+        />
+        <RefreshButton title="Refresh the job" onClick={refresh} />
+      </header>
+      <ErrorMessage error={error} stale onRetry={refresh} />
+      <div className="jp-hyperpod-Tabs" role="tablist" aria-label="Job views">
+        {tabs.map(t => (
+          <button
+            key={t.id}
+            role="tab"
+            id={`jp-hyperpod-jobtab-${job.id}-${t.id}`}
+            aria-selected={tab === t.id}
+            className={`jp-hyperpod-Tab ${tab === t.id ? 'jp-mod-active' : ''}`}
+            onClick={() => select(t.id)}
+          >
+            {t.title}
+          </button>
+        ))}
+      </div>
+      <div className="jp-hyperpod-JobBody">
+        <div role="tabpanel" hidden={tab !== 'details'} className="jp-hyperpod-TabPanel">
+          <Details job={job} />
+        </div>
+        <div role="tabpanel" hidden={tab !== 'logs'} className="jp-hyperpod-TabPanel jp-hyperpod-TabPanel-logs">
+          {visited.has('logs') && (
+            <LogView
+              client={model.client}
+              job={job}
+              tailLines={model.settings.logTailLines}
+              canFollow={capabilities?.follow_logs ?? true}
+              perRank={capabilities?.per_rank_logs ?? true}
+              onJobState={state => {
+                if (state !== job.state) {
+                  refresh();
+                }
+              }}
+            />
+          )}
+        </div>
+        <div role="tabpanel" hidden={tab !== 'metrics'} className="jp-hyperpod-TabPanel">
+          {visited.has('metrics') &&
+            (capabilities && !capabilities.metrics ? (
+              <div className="jp-hyperpod-Empty">This cluster has no metrics store configured.</div>
+            ) : (
+              <MetricsView
+                client={model.client}
+                jobId={job.id}
+                running={running}
+                refreshInterval={model.settings.refreshInterval}
+              />
+            ))}
+        </div>
+      </div>
+    </div>
+  );
+}

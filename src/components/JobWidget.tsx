@@ -1,0 +1,34 @@
+import { ReactWidget } from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import { IJob } from '../models';
+import { IJobViewProps, JobTab, JobView } from './JobView';
+
+/** A job's details, logs and metrics, in the main area. */
+export class JobWidget extends ReactWidget {
+  constructor(private _props: IJobViewProps) {
+    super();
+    this.jobId = _props.job.id;
+    this.addClass('jp-hyperpod-JobWidget');
+  }
+
+  readonly jobId: string;
+
+  /** Switch to a tab (used when the widget is already open). */
+  showTab(tab: JobTab): void {
+    this._props = { ...this._props, initialTab: tab };
+    this._serial += 1;
+    this.update();
+  }
+
+  render(): JSX.Element {
+    return <JobView key={this._serial} {...this._props} onJob={this._onJob} />;
+  }
+
+  private _onJob = (job: IJob) => {
+    this._props.onJob?.(job);
+    this._props = { ...this._props, job };
+  };
+
+  private _serial = 0;
+}

@@ -1,0 +1,315 @@
+import {
+  caretDownIcon,
+  caretUpIcon,
+  downloadIcon,
+  pauseIcon,
+  runIcon
+} from '@jupyterlab/ui-components';
+import { FitAddon } from '@xterm/addon-fit';
+import { SearchAddon } from '@xterm/addon-search';
+import { ITheme, Terminal } from '@xterm/xterm';
+import * as React from 'react';
+
+import { HyperpodClient } from '../api';
+import { IStreamStatus, LogStream } from '../logstream';
+import { IJob, isFinished, JobState } from '../models';
+import { IconButton } from './common';
+import { RankPrefixer } from '../rankprefix';
+
+export interface ILogViewProps {
+  client: HyperpodClient;
+  job: IJob;
+  tailLines: number;
+  canFollow: boolean;
+  perRank: boolean;
+  /** The stream saw the job's state change or end: the owner refreshes the job. */
+  onJobState?: (state: JobState) => void;
+}
+
+/** xterm colours from JupyterLab's theme variables (light or dark). */
+function terminalTheme(): ITheme {
+  const style = getComputedStyle(document.body);
+  const get = (name: string, fallback: string) =>
+    style.getPropertyValue(name).trim() || fallback;
+  const light = document.body.dataset.jpThemeLight !== 'false';
+  return {
+    foreground: get('--jp-ui-font-color0', light ? '#000' : '#fff'),
+    background: get('--jp-layout-color0', light ? '#fff' : '#111'),
+    cursor: get('--jp-layout-color0', light ? '#fff' : '#111'),
+    selectionBackground: light ? 'rgba(0, 100, 200, 0.3)' : 'rgba(120, 170, 255, 0.35)',
+    ...(light
+      ? { yellow: '#8a6d00', brightYellow: '#a07f00', white: '#555', brightWhite: '#333' }
+      : {})
+  };
+}
+
+function rankCount(job: IJob): number {
+  if (job.ranks.length > 0) {
+    return job.ranks.length;
+  }
+  return (job.spec.nodes ?? 1) * (job.spec.procs_per_node ?? 1);
+}
+
+function saveText(text: string, filename: string): void {
+  const blob = new Blob([text], { type: 'text/plain' });
+  const url = URL.createObjectURL(blob);
+  const anchor = document.createElement('a');
+  anchor.href = url;
+  anchor.download = filename;
+  document.body.appendChild(anchor);
+  anchor.click();
+  anchor.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+export function LogView(props: ILogViewProps): JSX.Element {
+  const { client, job } = props;
+  const hostRef = React.useRef<HTMLDivElement>(null);
+  const terminalRef = React.useRef<Terminal | null>(null);
+  const searchRef = React.useRef<SearchAddon | null>(null);
+  const streamRef = React.useRef<LogStream | null>(null);
+  const [rank, setRank] = React.useState<number | 'all'>(0);
+  const [status, setStatus] = React.useState<IStreamStatus>({
+    phase: 'connecting',
+    message: 'Loading the log…'
+  });
+  const [query, setQuery] = React.useState('');
+  const [found, setFound] = React.useState<boolean | null>(null);
+  const finishedAtOpen = React.useRef(isFinished(job.state));
+  const onJobState = React.useRef(props.onJobState);
+  onJobState.current = props.onJobState;
+  const ranks = rankCount(job);
+
+  // The terminal lives as long as the view.
+  React.useEffect(() => {
+    const terminal = new Terminal({
+      convertEol: true,
+      disableStdin: true,
+      cursorBlink: false,
+      cursorStyle: 'bar',
+      cursorInactiveStyle: 'none',
+      scrollback: 20000,
+      fontSize: 13,
+      fontFamily: 'var(--jp-code-font-family), monospace',
+      theme: terminalTheme()
+    });
+    const fit = new FitAddon();
+    const search = new SearchAddon();
+    terminal.loadAddon(fit);
+    terminal.loadAddon(search);
+    terminal.open(hostRef.current!);
+    terminalRef.current = terminal;
+    searchRef.current = search;
+    const refit = () => {
+      const host = hostRef.current;
+      if (host && host.clientWidth > 0 && host.clientHeight > 0) {
+        try {
+          fit.fit();
+        } catch (error) {
+          // Not laid out yet.
+        }
+      }
+    };
+    refit();
+    const resize = new ResizeObserver(() => refit());
+    resize.observe(hostRef.current!);
+    const themeWatch = new MutationObserver(() => {
+      terminal.options.theme = terminalTheme();
+    });
+    themeWatch.observe(document.body, {
+      attributes: true,
+      attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
+    });
+    return () => {
+      resize.disconnect();
+      themeWatch.disconnect();
+      terminal.dispose();
+      terminalRef.current = null;
+      searchRef.current = null;
+    };
+  }, []);
+
+  // Load the tail, then follow live; again when the rank changes.
+  React.useEffect(() => {
+    const terminal = terminalRef.current;
+    if (!terminal) {
+      return;
+    }
+    let disposed = false;
+    terminal.reset();
+    const prefixer = new RankPrefixer(rank === 'all');
+    const write = (r: number, text: string) => {
+      terminal.write(prefixer.format(r, text));
+    };
+    const start = async () => {
+      const offsets = new Map<number, number>();
+      const wanted = rank === 'all' ? Array.from({ length: ranks }, (_, i) => i) : [rank];
+      const tail = Math.max(10, Math.floor(props.tailLines / wanted.length));
+      setStatus({ phase: 'connecting', message: 'Loading the log…' });
+      try {
+        for (const r of wanted) {
+          const snapshot = await client.logs(job.id, r, tail);
+          if (disposed) {
+            return;
+          }
+          if (snapshot.truncated) {
+            terminal.write(
+              `\x1b[2m… earlier lines of rank ${r} are not shown (Download gets the whole log)\x1b[0m\r\n`
+            );
+          }
+          write(r, snapshot.text);
+          offsets.set(r, snapshot.offset);
+        }
+      } catch (error) {
+        if (!disposed) {
+          setStatus({
+            phase: 'failed',
+            message: error instanceof Error ? error.message : String(error)
+          });
+        }
+        if (finishedAtOpen.current || !props.canFollow) {
+          return;
+        }
+      }
+      if (disposed) {
+        return;
+      }
+      if (finishedAtOpen.current || !props.canFollow) {
+        setStatus({
+          phase: 'ended',
+          message: props.canFollow
+            ? `The job ended: ${job.state}.`
+            : 'This cluster does not follow logs live: use refresh.'
+        });
+        return;
+      }
+      const stream = new LogStream({
+        url: current => client.logStreamUrl(job.id, rank, current),
+        offsets,
+        onData: write,
+        onState: state => onJobState.current?.(state),
+        onEnd: state => onJobState.current?.(state),
+        onStatus: next => {
+          if (!disposed) {
+            setStatus(next);
+          }
+        }
+      });
+      streamRef.current = stream;
+      stream.start();
+    };
+    void start();
+    return () => {
+      disposed = true;
+      streamRef.current?.dispose();
+      streamRef.current = null;
+    };
+  }, [job.id, rank]);
+
+  const stream = streamRef.current;
+  const paused = status.phase === 'paused';
+  const canToggle =
+    stream !== null && status.phase !== 'ended' && status.phase !== 'failed';
+
+  const find = (forward: boolean) => {
+    const search = searchRef.current;
+    if (!search || !query) {
+      setFound(null);
+      return;
+    }
+    const hit = forward
+      ? search.findNext(query, { caseSensitive: false })
+      : search.findPrevious(query, { caseSensitive: false });
+    setFound(hit);
+  };
+
+  const download = async () => {
+    const wanted = rank === 'all' ? Array.from({ length: ranks }, (_, i) => i) : [rank];
+    const parts: string[] = [];
+    try {
+      for (const r of wanted) {
+        const snapshot = await client.logs(job.id, r, 10000000);
+        parts.push(
+          wanted.length > 1 ? `===== rank ${r} =====\n${snapshot.text}` : snapshot.text
+        );
+      }
+      saveText(parts.join('\n'), `${job.name}-${rank === 'all' ? 'all-ranks' : `rank${rank}`}.log`);
+    } catch (error) {
+      setStatus({
+        phase: status.phase,
+        message: `Download failed: ${error instanceof Error ? error.message : error}`
+      });
+    }
+  };
+
+  return (
+    <div className="jp-hyperpod-LogView">
+      <div className="jp-hyperpod-LogToolbar" role="toolbar" aria-label="Log">
+        {props.perRank && ranks > 1 && (
+          <select
+            className="jp-mod-styled"
+            aria-label="Rank"
+            value={String(rank)}
+            onChange={event =>
+              setRank(event.target.value === 'all' ? 'all' : Number(event.target.value))
+            }
+          >
+            {Array.from({ length: ranks }, (_, i) => (
+              <option key={i} value={i}>
+                Rank {i}
+                {job.ranks[i]?.node ? ` · ${job.ranks[i].node}` : ''}
+              </option>
+            ))}
+            <option value="all">All ranks</option>
+          </select>
+        )}
+        <IconButton
+          icon={paused ? runIcon : pauseIcon}
+          title={paused ? 'Resume following' : 'Pause following'}
+          label={paused ? 'Resume' : 'Pause'}
+          disabled={!canToggle}
+          onClick={() => (paused ? stream?.resume() : stream?.pause())}
+        />
+        <input
+          className="jp-mod-styled jp-hyperpod-LogSearch"
+          type="search"
+          placeholder="Search the log"
+          aria-label="Search the log"
+          value={query}
+          onChange={event => {
+            setQuery(event.target.value);
+            setFound(null);
+          }}
+          onKeyDown={event => {
+            if (event.key === 'Enter') {
+              event.preventDefault();
+              find(!event.shiftKey);
+            }
+          }}
+        />
+        <IconButton icon={caretUpIcon} title="Previous match" onClick={() => find(false)} />
+        <IconButton icon={caretDownIcon} title="Next match" onClick={() => find(true)} />
+        {found === false && <span className="jp-hyperpod-LogSearch-none">No match</span>}
+        <span className="jp-hyperpod-Spacer" />
+        <IconButton icon={downloadIcon} title="Download the whole log" onClick={() => void download()} />
+      </div>
+      <div
+        className={`jp-hyperpod-LogStatus jp-mod-${status.phase}`}
+        role="status"
+        aria-live="polite"
+      >
+        <span className="jp-hyperpod-LogStatus-dot" />
+        {status.message}
+        {status.phase === 'reconnecting' && (
+          <button
+            className="jp-Button jp-mod-minimal jp-hyperpod-Message-retry"
+            onClick={() => stream?.retryNow()}
+          >
+            Retry now
+          </button>
+        )}
+      </div>
+      <div className="jp-hyperpod-Terminal" ref={hostRef} />
+    </div>
+  );
+}

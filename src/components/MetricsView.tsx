@@ -1,0 +1,160 @@
+import { launchIcon } from '@jupyterlab/ui-components';
+import * as React from 'react';
+import uPlot from 'uplot';
+
+import { HyperpodClient } from '../api';
+import { ApiError } from '../handler';
+import { metricSeries, sortMetricNames } from '../metrics';
+import { asApiError } from '../model';
+import { IJobMetrics, IMetricPoint } from '../models';
+import { ErrorMessage, Loading } from './common';
+import { usePoll } from './usePoll';
+
+function cssVar(name: string, fallback: string): string {
+  return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
+}
+
+/** One metric's curve, drawn by uPlot and updated in place. */
+function Chart(props: { name: string; points: IMetricPoint[] }): JSX.Element {
+  const hostRef = React.useRef<HTMLDivElement>(null);
+  const plotRef = React.useRef<uPlot | null>(null);
+  const data = React.useMemo(() => metricSeries(props.points), [props.points]);
+
+  React.useEffect(() => {
+    const host = hostRef.current!;
+    const width = Math.max(200, host.clientWidth);
+    const axis = {
+      stroke: cssVar('--jp-ui-font-color2', '#666'),
+      grid: { stroke: cssVar('--jp-border-color2', '#ddd'), width: 1 },
+      ticks: { stroke: cssVar('--jp-border-color2', '#ddd'), width: 1 }
+    };
+    const plot = new uPlot(
+      {
+        width,
+        height: 180,
+        legend: { show: true },
+        cursor: { drag: { x: true, y: false } },
+        scales: { x: { time: false } },
+        axes: [
+          { ...axis, label: 'step' },
+          { ...axis, size: 60 }
+        ],
+        series: [
+          { label: 'step' },
+          {
+            label: props.name,
+            stroke: cssVar('--jp-brand-color1', '#1976d2'),
+            width: 2,
+            points: { show: data[0].length < 40 }
+          }
+        ]
+      },
+      data,
+      host
+    );
+    plotRef.current = plot;
+    const resize = new ResizeObserver(() => {
+      const w = host.clientWidth;
+      if (w > 0 && Math.abs(w - plot.width) > 2) {
+        plot.setSize({ width: w, height: 180 });
+      }
+    });
+    resize.observe(host);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+      plotRef.current = null;
+    };
+  }, []);
+
+  React.useEffect(() => {
+    plotRef.current?.setData(data);
+  }, [data]);
+
+  const last = props.points[props.points.length - 1];
+  return (
+    <figure className="jp-hyperpod-Chart" data-metric={props.name}>
+      <figcaption>
+        <span className="jp-hyperpod-Chart-name">{props.name}</span>
+        {last && (
+          <span className="jp-hyperpod-Chart-last">
+            {Number(last.value.toPrecision(5))} at step {last.step}
+          </span>
+        )}
+      </figcaption>
+      <div ref={hostRef} className="jp-hyperpod-Chart-plot" />
+    </figure>
+  );
+}
+
+export function MetricsView(props: {
+  client: HyperpodClient;
+  jobId: string;
+  running: boolean;
+  refreshInterval: number;
+}): JSX.Element {
+  const [metrics, setMetrics] = React.useState<IJobMetrics | null>(null);
+  const [error, setError] = React.useState<ApiError | null>(null);
+
+  const load = async () => {
+    try {
+      const result = await props.client.metrics(props.jobId);
+      setMetrics(result);
+      setError(null);
+    } catch (reason) {
+      setError(asApiError(reason));
+      throw reason;
+    }
+  };
+  // Once at first, then while the job runs.
+  React.useEffect(() => {
+    load().catch(() => undefined);
+  }, [props.jobId]);
+  const refresh = usePoll(load, props.refreshInterval, props.running, [
+    props.jobId
+  ]);
+
+  const names = metrics ? sortMetricNames(Object.keys(metrics.metrics)) : [];
+  return (
+    <div className="jp-hyperpod-MetricsView">
+      <div className="jp-hyperpod-MetricsHeader">
+        {metrics?.run ? (
+          <span>
+            MLflow run <code>{metrics.run.run_id.slice(0, 12)}</code> ·{' '}
+            {metrics.run.status}
+          </span>
+        ) : (
+          <span />
+        )}
+        <span className="jp-hyperpod-Spacer" />
+        {metrics?.run?.url && (
+          <a
+            className="jp-hyperpod-Link"
+            href={metrics.run.url}
+            target="_blank"
+            rel="noopener noreferrer"
+          >
+            <launchIcon.react tag="span" elementSize="normal" />
+            Open in MLflow
+          </a>
+        )}
+      </div>
+      <ErrorMessage error={error} stale={metrics !== null} onRetry={refresh} />
+      {metrics === null ? (
+        error ? null : (
+          <Loading what="metrics" />
+        )
+      ) : names.length === 0 ? (
+        <div className="jp-hyperpod-Empty">
+          {metrics.message ?? 'This job has logged no metric yet.'}
+        </div>
+      ) : (
+        <div className="jp-hyperpod-Charts">
+          {names.map(name => (
+            <Chart key={name} name={name} points={metrics.metrics[name]} />
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,136 @@
+/** Formatting helpers: sizes, ages and durations a person reads at a glance. */
+
+const UNITS = ['B', 'KB', 'MB', 'GB', 'TB', 'PB'];
+
+/** 1536 -> "1.5 KB" (powers of 1024, as file browsers show). */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) {
+    return '—';
+  }
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  if (unit === 0) {
+    return `${value} B`;
+  }
+  const digits = value < 10 ? 1 : 0;
+  return `${value.toFixed(digits)} ${UNITS[unit]}`;
+}
+
+/** Seconds -> "45s", "3m 20s", "2h 5m", "3d 4h". */
+export function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds < 0) {
+    return '—';
+  }
+  const s = Math.floor(seconds);
+  if (s < 60) {
+    return `${s}s`;
+  }
+  const m = Math.floor(s / 60);
+  if (m < 60) {
+    const rest = s % 60;
+    return rest ? `${m}m ${rest}s` : `${m}m`;
+  }
+  const h = Math.floor(m / 60);
+  if (h < 24) {
+    const rest = m % 60;
+    return rest ? `${h}h ${rest}m` : `${h}h`;
+  }
+  const d = Math.floor(h / 24);
+  const rest = h % 24;
+  return rest ? `${d}d ${rest}h` : `${d}d`;
+}
+
+/** Epoch seconds -> "5m ago" relative to `now` (epoch ms). */
+export function formatAge(epochSeconds: number | null, now = Date.now()): string {
+  if (epochSeconds === null || epochSeconds === undefined) {
+    return '—';
+  }
+  const seconds = Math.max(0, now / 1000 - epochSeconds);
+  if (seconds < 5) {
+    return 'just now';
+  }
+  return `${formatDuration(seconds)} ago`;
+}
+
+/** Epoch seconds -> a local date and time, short. */
+export function formatDate(epochSeconds: number | null): string {
+  if (epochSeconds === null || epochSeconds === undefined) {
+    return '—';
+  }
+  const date = new Date(epochSeconds * 1000);
+  return date.toLocaleString(undefined, {
+    year: 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit'
+  });
+}
+
+/** Megabytes of memory -> "64 GB". */
+export function formatMemory(megabytes: number): string {
+  return formatBytes(megabytes * 1024 * 1024);
+}
+
+/** How long a job ran (or has been running). */
+export function jobDuration(
+  started: number | null,
+  ended: number | null,
+  now = Date.now()
+): string {
+  if (started === null || started === undefined) {
+    return '—';
+  }
+  const end = ended ?? now / 1000;
+  return formatDuration(end - started);
+}
+
+/** Join partition-relative path parts: ('a/b', 'c') -> 'a/b/c'; ('', 'c') -> 'c'. */
+export function joinPath(...parts: string[]): string {
+  return parts
+    .flatMap(part => part.split('/'))
+    .filter(part => part.length > 0)
+    .join('/');
+}
+
+/** 'a/b/c' -> [{name:'a', path:'a'}, {name:'b', path:'a/b'}, ...]. */
+export function breadcrumbs(path: string): { name: string; path: string }[] {
+  const crumbs: { name: string; path: string }[] = [];
+  let current = '';
+  for (const part of path.split('/').filter(p => p.length > 0)) {
+    current = current ? `${current}/${part}` : part;
+    crumbs.push({ name: part, path: current });
+  }
+  return crumbs;
+}
+
+/** Scripts that can be submitted as a job. */
+export function isSubmittable(name: string): boolean {
+  return /\.(py|sh|bash)$/i.test(name);
+}
+
+/**
+ * A JupyterLab contents path as a partition-relative path, or null when it is outside the
+ * partition. `partitionContents` is the partition's contents path ('' = the server root).
+ */
+export function toPartitionPath(
+  contentsPath: string,
+  partitionContents: string | null
+): string | null {
+  if (partitionContents === null) {
+    return null;
+  }
+  const file = joinPath(contentsPath);
+  const root = joinPath(partitionContents);
+  if (!root) {
+    return file;
+  }
+  if (file === root) {
+    return '';
+  }
+  return file.startsWith(root + '/') ? file.slice(root.length + 1) : null;
+}

@@ -1,0 +1,340 @@
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import {
+  Dialog,
+  ICommandPalette,
+  MainAreaWidget,
+  Notification,
+  showDialog,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { PathExt } from '@jupyterlab/coreutils';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { refreshIcon, runIcon } from '@jupyterlab/ui-components';
+
+import { HyperpodClient } from './api';
+import { JobTab } from './components/JobView';
+import { JobWidget } from './components/JobWidget';
+import { HyperpodPanel, IPanelActions } from './components/Panel';
+import { nextName, prefillFromJob } from './form';
+import { isSubmittable, joinPath, toPartitionPath } from './format';
+import { clusterIcon } from './icons';
+import { asApiError, HyperpodModel } from './model';
+import { IJob } from './models';
+import { DEFAULT_SETTINGS, fromRegistry, VIEWS, ViewName } from './settings';
+
+const PLUGIN_ID = 'jupyter-hyperpod:plugin';
+
+export namespace CommandIDs {
+  export const open = 'hyperpod:open';
+  export const showView = 'hyperpod:show-view';
+  export const refresh = 'hyperpod:refresh';
+  export const submitFile = 'hyperpod:submit-file';
+  export const submitBrowserFile = 'hyperpod:submit-browser-file';
+  export const openJob = 'hyperpod:open-job';
+  export const cancelJob = 'hyperpod:cancel-job';
+}
+
+const VIEW_TITLES: Record<ViewName, string> = {
+  cluster: 'Cluster Nodes',
+  files: 'Partition Files',
+  jobs: 'Jobs',
+  submit: 'Submit a Job'
+};
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description:
+    'A sidebar for a GPU training cluster: nodes, partition files, jobs, live logs and metrics.',
+  autoStart: true,
+  optional: [
+    ILayoutRestorer,
+    ISettingRegistry,
+    ICommandPalette,
+    IDocumentManager,
+    IDefaultFileBrowser
+  ],
+  activate: (
+    app: JupyterFrontEnd,
+    restorer: ILayoutRestorer | null,
+    settingRegistry: ISettingRegistry | null,
+    palette: ICommandPalette | null,
+    docManager: IDocumentManager | null,
+    fileBrowser: IDefaultFileBrowser | null
+  ) => {
+    const { commands, shell } = app;
+    const client = new HyperpodClient(app.serviceManager.serverSettings);
+    const model = new HyperpodModel(client, DEFAULT_SETTINGS);
+    const tracker = new WidgetTracker<MainAreaWidget<JobWidget>>({
+      namespace: 'jupyter-hyperpod-job'
+    });
+
+    const showPanel = () => {
+      shell.activateById(panel.id);
+    };
+
+    const openJob = (job: IJob, tab: JobTab = 'logs') => {
+      const existing = tracker.find(w => w.content.jobId === job.id);
+      if (existing) {
+        shell.activateById(existing.id);
+        return;
+      }
+      const content = new JobWidget({
+        model,
+        job,
+        initialTab: tab,
+        cancelJob,
+        resubmitJob,
+        onJob: next => {
+          model.upsertJob(next);
+          widget.title.label = `Job: ${next.name}`;
+        }
+      });
+      const widget = new MainAreaWidget({ content });
+      widget.id = `jupyter-hyperpod-job-${job.id}`;
+      widget.title.label = `Job: ${job.name}`;
+      widget.title.caption = `${job.name} (${job.id})`;
+      widget.title.icon = clusterIcon;
+      widget.title.closable = true;
+      void tracker.add(widget);
+      shell.add(widget, 'main');
+      shell.activateById(widget.id);
+    };
+
+    const cancelJob = async (job: IJob): Promise<IJob | null> => {
+      const result = await showDialog({
+        title: `Cancel ${job.name}?`,
+        body:
+          `The job's ${job.state === 'PENDING' ? 'request' : 'processes'} will be stopped ` +
+          'on the cluster. This cannot be undone; you can resubmit it later.',
+        buttons: [
+          Dialog.cancelButton({ label: 'Keep it' }),
+          Dialog.warnButton({ label: 'Cancel job' })
+        ]
+      });
+      if (!result.button.accept) {
+        return null;
+      }
+      try {
+        const cancelled = await client.cancel(job.id);
+        model.upsertJob(cancelled);
+        void model.refreshJobs();
+        Notification.info(`Job ${job.name} was cancelled.`, { autoClose: 4000 });
+        return cancelled;
+      } catch (error) {
+        Notification.error(
+          `Could not cancel ${job.name}: ${asApiError(error).message}`,
+          { autoClose: 8000 }
+        );
+        return null;
+      }
+    };
+
+    const resubmitJob = async (job: IJob) => {
+      if (!model.templates) {
+        await model.loadTemplates();
+      }
+      const prefill = prefillFromJob(job, model.templates ?? []);
+      if (!prefill) {
+        Notification.error(
+          'This job cannot be resubmitted from the form: the server offers no matching template.',
+          { autoClose: 8000 }
+        );
+        return;
+      }
+      model.requestSubmit({ ...prefill, name: nextName(job.name) });
+      showPanel();
+    };
+
+    const submitFile = (path: string) => {
+      model.requestSubmit({ template: 'script', params: { script: path } });
+      showPanel();
+    };
+
+    const actions = (): IPanelActions => ({
+      openFile: docManager
+        ? (path: string) => {
+            const base = model.cluster?.filesystem.contents_path;
+            if (base === null || base === undefined) {
+              return;
+            }
+            docManager.openOrReveal(joinPath(base, path));
+          }
+        : undefined,
+      submitFile,
+      openJob: job => openJob(job),
+      cancelJob: job => void cancelJob(job),
+      resubmitJob: job => void resubmitJob(job),
+      onSubmitted: job => {
+        model.upsertJob(job);
+        model.view = 'jobs';
+        void model.refreshJobs();
+        Notification.success(`Job ${job.name} submitted.`, { autoClose: 4000 });
+        openJob(job, 'logs');
+      }
+    });
+
+    const panel = new HyperpodPanel(model, actions);
+    panel.id = 'jupyter-hyperpod-panel';
+    panel.title.icon = clusterIcon;
+    panel.title.caption = 'HyperPod: cluster, files and jobs';
+    shell.add(panel, 'left', { rank: 600 });
+    if (restorer) {
+      restorer.add(panel, 'jupyter-hyperpod-panel');
+    }
+
+    if (settingRegistry) {
+      void settingRegistry
+        .load(PLUGIN_ID)
+        .then(settings => {
+          const first = fromRegistry(settings);
+          model.settings = first;
+          model.view = first.defaultView;
+          settings.changed.connect(() => {
+            model.settings = fromRegistry(settings);
+          });
+        })
+        .catch(reason => {
+          console.error('jupyter-hyperpod: cannot load settings', reason);
+        });
+    }
+
+    commands.addCommand(CommandIDs.open, {
+      label: 'Show HyperPod Panel',
+      caption: 'Open the HyperPod sidebar',
+      icon: clusterIcon,
+      execute: () => showPanel()
+    });
+    commands.addCommand(CommandIDs.showView, {
+      label: args =>
+        args.view ? `HyperPod: ${VIEW_TITLES[args.view as ViewName]}` : 'HyperPod: Show View',
+      execute: args => {
+        const view = args.view as ViewName;
+        if (VIEWS.includes(view)) {
+          model.view = view;
+        }
+        showPanel();
+      }
+    });
+    commands.addCommand(CommandIDs.refresh, {
+      label: 'HyperPod: Refresh',
+      icon: refreshIcon,
+      execute: () => model.refresh()
+    });
+
+    const hitPath = (): string | null => {
+      const node = app.contextMenuHitTest(
+        element => element.dataset.path !== undefined
+      );
+      return node?.dataset.path ?? null;
+    };
+    commands.addCommand(CommandIDs.submitFile, {
+      label: 'Submit as Job',
+      caption: 'Open the Submit form with this script',
+      icon: runIcon,
+      execute: args => {
+        const path = (args.path as string | undefined) ?? hitPath();
+        if (path) {
+          submitFile(path);
+        }
+      }
+    });
+
+    const browserSelection = (): string | null => {
+      const item = fileBrowser?.selectedItems().next();
+      if (!item || item.done || item.value.type === 'directory') {
+        return null;
+      }
+      return item.value.path;
+    };
+    commands.addCommand(CommandIDs.submitBrowserFile, {
+      label: 'Submit as HyperPod Job',
+      caption: 'Run this script on the cluster',
+      icon: runIcon,
+      isVisible: () => {
+        const path = browserSelection();
+        return path !== null && isSubmittable(PathExt.basename(path));
+      },
+      execute: async () => {
+        const path = browserSelection();
+        if (!path) {
+          return;
+        }
+        if (!model.cluster) {
+          await model.refresh().catch(() => undefined);
+        }
+        const partitionPath = toPartitionPath(
+          path,
+          model.cluster?.filesystem.contents_path ?? null
+        );
+        if (partitionPath === null) {
+          const partition = model.cluster?.filesystem.partition ?? 'your partition';
+          await showDialog({
+            title: 'Not in your cluster partition',
+            body:
+              `The cluster's jobs see only ${partition}. ` +
+              'Copy the script there, then submit it.',
+            buttons: [Dialog.okButton()]
+          });
+          return;
+        }
+        submitFile(partitionPath);
+      }
+    });
+    commands.addCommand(CommandIDs.openJob, {
+      label: 'HyperPod: Open Job',
+      execute: async args => {
+        const id = args.id as string;
+        if (!id) {
+          return;
+        }
+        try {
+          openJob(await client.job(id), (args.tab as JobTab) ?? 'logs');
+        } catch (error) {
+          Notification.error(asApiError(error).message, { autoClose: 8000 });
+        }
+      }
+    });
+    commands.addCommand(CommandIDs.cancelJob, {
+      label: 'HyperPod: Cancel Job',
+      execute: async args => {
+        const id = args.id as string;
+        if (!id) {
+          return;
+        }
+        try {
+          await cancelJob(await client.job(id));
+        } catch (error) {
+          Notification.error(asApiError(error).message, { autoClose: 8000 });
+        }
+      }
+    });
+
+    app.contextMenu.addItem({
+      command: CommandIDs.submitFile,
+      selector: '.jp-hyperpod-FileRow[data-script]',
+      rank: 1
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.submitBrowserFile,
+      selector: '.jp-DirListing-item[data-isdir="false"]',
+      rank: 20
+    });
+
+    if (palette) {
+      const category = 'HyperPod';
+      palette.addItem({ command: CommandIDs.open, category });
+      for (const view of VIEWS) {
+        palette.addItem({ command: CommandIDs.showView, category, args: { view } });
+      }
+      palette.addItem({ command: CommandIDs.refresh, category });
+    }
+  }
+};
+
+export default plugin;

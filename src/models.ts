@@ -1,0 +1,226 @@
+/**
+ * The REST API's JSON shapes, mirroring jupyter_hyperpod/core/models.py.
+ */
+
+export type Orchestrator = 'local' | 'slurm' | 'kubernetes';
+export type Health = 'healthy' | 'degraded' | 'unhealthy' | 'unknown';
+export type JobState =
+  | 'PENDING'
+  | 'RUNNING'
+  | 'SUCCEEDED'
+  | 'FAILED'
+  | 'CANCELLED';
+export type RenderFormat = 'command' | 'sbatch' | 'manifest';
+
+export const FINISHED_STATES: ReadonlyArray<JobState> = [
+  'SUCCEEDED',
+  'FAILED',
+  'CANCELLED'
+];
+
+export function isFinished(state: JobState): boolean {
+  return FINISHED_STATES.includes(state);
+}
+
+export interface IGpuCount {
+  total: number;
+  allocated: number;
+  type: string | null;
+}
+
+export interface INode {
+  name: string;
+  state: string;
+  health: Health;
+  health_detail: string | null;
+  instance_type: string | null;
+  instance_group: string | null;
+  cpus: number;
+  memory_mb: number;
+  gpus: IGpuCount;
+  efa: number;
+  partitions: string[];
+  labels: Record<string, string>;
+}
+
+export interface ICapabilities {
+  cancel: boolean;
+  follow_logs: boolean;
+  per_rank_logs: boolean;
+  metrics: boolean;
+  multi_node: boolean;
+  gpus: boolean;
+  job_kinds: string[];
+  render_format: RenderFormat;
+}
+
+export interface IFileSystemInfo {
+  root: string;
+  cluster_root: string;
+  partition: string;
+  partition_mode: string;
+  contents_path: string | null;
+  fsx: Record<string, unknown> | null;
+}
+
+export interface IClusterInfo {
+  orchestrator: Orchestrator;
+  name: string;
+  user: string;
+  filesystem: IFileSystemInfo;
+  capabilities: ICapabilities;
+  mlflow_uri: string | null;
+  default_template: string | null;
+  details: Record<string, unknown>;
+}
+
+export type FileType = 'file' | 'directory' | 'symlink' | 'other';
+
+export interface IFileEntry {
+  name: string;
+  type: FileType;
+  size: number;
+  mtime: number;
+}
+
+export type FileSort = 'name' | '-name' | 'size' | '-size' | 'mtime' | '-mtime';
+
+export interface IFileListing {
+  path: string;
+  entries: IFileEntry[];
+  total: number;
+  offset: number;
+  limit: number;
+  sort: string;
+}
+
+export type ParamType =
+  | 'string'
+  | 'integer'
+  | 'number'
+  | 'boolean'
+  | 'path'
+  | 'choice'
+  | 'text';
+
+export interface ITemplateParam {
+  name: string;
+  title: string;
+  type: ParamType;
+  default: unknown;
+  required: boolean;
+  description: string;
+  choices: string[] | null;
+  minimum: number | null;
+  maximum: number | null;
+  group: string;
+}
+
+export interface ITemplateInfo {
+  name: string;
+  title: string;
+  description: string;
+  params: ITemplateParam[];
+}
+
+export interface IJobSpec {
+  name: string;
+  command: string[];
+  workdir?: string;
+  nodes?: number;
+  procs_per_node?: number;
+  gpus_per_node?: number;
+  env?: Record<string, string>;
+  launcher?: 'auto' | 'torchrun' | 'plain';
+  time_limit_minutes?: number | null;
+  queue?: string | null;
+  image?: string | null;
+  kind?: string | null;
+  auto_resume?: boolean;
+  max_retries?: number;
+  efa_per_node?: number;
+  healthy_nodes_only?: boolean;
+  template?: string | null;
+  params?: Record<string, unknown>;
+}
+
+export interface ITemplateSubmission {
+  name: string;
+  template: string;
+  params: Record<string, unknown>;
+}
+
+export type Submission = IJobSpec | ITemplateSubmission;
+
+export interface IRendered {
+  format: RenderFormat;
+  language: 'shell' | 'yaml' | 'json';
+  text: string;
+  spec: IJobSpec;
+  warnings: string[];
+}
+
+export interface IRankInfo {
+  rank: number;
+  node: string | null;
+  state: string | null;
+  exit_code: number | null;
+  restarts: number;
+  log: string | null;
+}
+
+export interface IJob {
+  id: string;
+  name: string;
+  user: string;
+  orchestrator: string;
+  backend_id: string | null;
+  state: JobState;
+  state_reason: string | null;
+  created: number;
+  started: number | null;
+  ended: number | null;
+  exit_code: number | null;
+  ranks: IRankInfo[];
+  spec: IJobSpec;
+  events: string[];
+  mlflow_run_url: string | null;
+}
+
+export interface IJobList {
+  jobs: IJob[];
+  total: number;
+}
+
+export interface ILogSnapshot {
+  rank: number;
+  text: string;
+  start_offset: number;
+  offset: number;
+  truncated: boolean;
+}
+
+export interface IMetricPoint {
+  step: number;
+  value: number;
+  timestamp: number;
+}
+
+export interface IMlflowRunInfo {
+  run_id: string;
+  experiment_id: string;
+  status: string;
+  url: string | null;
+}
+
+export interface IJobMetrics {
+  run: IMlflowRunInfo | null;
+  metrics: Record<string, IMetricPoint[]>;
+  message: string | null;
+}
+
+export interface IErrorBody {
+  code: string;
+  message: string;
+  field?: string | null;
+}

@@ -1,0 +1,3 @@
+import '@xterm/xterm/css/xterm.css';
+import 'uplot/dist/uPlot.min.css';
+import './base.css';
