@@ -1,0 +1,245 @@
+"""Parsing what Slurm's clients print (samples as Slurm 22.05 printed them here), no cluster needed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from jupyter_hyperpod.backends.slurm import jobs, nodes
+from jupyter_hyperpod.backends.slurm.commands import (
+    DROPPED_ENV,
+    SlurmCommands,
+    command_error,
+    parse_controllers,
+)
+from jupyter_hyperpod.core.errors import BackendError, BackendUnavailable
+from jupyter_hyperpod.core.models import JobState
+
+SINFO_JSON = {
+    "meta": {"Slurm": {"version": {"major": 22, "minor": 5, "micro": 8}}},
+    "errors": [],
+    "nodes": [
+        {
+            "name": "node2",
+            "state": "mixed",
+            "state_flags": [],
+            "cpus": 4,
+            "real_memory": 4000,
+            "gres": "gpu:fake:4",
+            "gres_used": "gpu:fake:3(IDX:0-2)",
+            "partitions": ["debug"],
+            "features": "",
+            "active_features": "",
+            "reason": "",
+        },
+        {
+            "name": "node4",
+            "state": "idle",
+            "state_flags": ["DRAIN"],
+            "cpus": 4,
+            "real_memory": 4000,
+            "gres": "gpu:fake:4",
+            "gres_used": "gpu:fake:0(IDX:N/A)",
+            "partitions": ["debug", "long"],
+            "features": "ml.p5.48xlarge,efa",
+            "active_features": "ml.p5.48xlarge,efa",
+            "reason": "bad gpu 3",
+        },
+        {
+            "name": "ip-10-1-2-3",
+            "state": "down",
+            "state_flags": ["NOT_RESPONDING"],
+            "cpus": 96,
+            "real_memory": 1100000,
+            "gres": "gpu:a100:8(S:0-1)",
+            "gres_used": "gpu:a100:0(IDX:N/A)",
+            "partitions": ["dev"],
+            "features": "",
+            "reason": "Not responding",
+        },
+    ],
+}
+
+SINFO_TEXT = """\
+node1|idle|0/4/0/4|4000|gpu:fake:4|gpu:fake:0(IDX:N/A)|debug*|(null)|none
+node2|mixed|1/3/0/4|4000|gpu:fake:4|gpu:fake:3(IDX:0-2)|debug*|(null)|none
+node4|idle+drain|0/0/4/4|4000|gpu:fake:4|gpu:fake:0(IDX:N/A)|debug*|ml.g5.12xlarge|bad gpu | 3|
+node4|idle+drain|0/0/4/4|4000|gpu:fake:4|gpu:fake:0(IDX:N/A)|long|ml.g5.12xlarge|bad gpu | 3|
+node5|allocated+drain|4/0/0/4|4000|gpu:fake:4|gpu:fake:4(IDX:0-3)|debug*|(null)|kernel update|
+node6|down*|0/0/4/4|4000|(null)|gpu:0|debug*|(null)|Not responding|
+"""
+
+SCONTROL_JOB = (
+    "JobId=2 JobName=wrap UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=4294901758 Nice=0 "
+    "Account=(null) QOS=(null) JobState=FAILED Reason=NonZeroExitCode Dependency=(null) Requeue=1 "
+    "Restarts=0 BatchFlag=1 Reboot=0 ExitCode=3:0 RunTime=00:00:00 TimeLimit=UNLIMITED TimeMin=N/A "
+    "SubmitTime=2026-11-30T19:10:10 EligibleTime=2026-11-30T19:10:10 StartTime=2026-11-30T19:10:11 "
+    "EndTime=2026-11-30T19:10:11 Deadline=N/A Partition=debug AllocNode:Sid=localhost:3505 "
+    "NodeList=node[1-2] BatchHost=node1 NumNodes=2 NumCPUs=2 NumTasks=2 CPUs/Task=1 "
+    "TRES=cpu=2,node=2,billing=2 Features=(null) Command=(null) WorkDir=/tmp/a dir "
+    "StdErr=/fsx/jobs/x/slurm-2.out StdIn=/dev/null StdOut=/fsx/jobs/x/slurm-2.out Power= "
+)
+
+
+def test_nodes_from_json_states_gpus_and_instance_type() -> None:
+    parsed = {node.name: node for node in nodes.nodes_from_json(SINFO_JSON)}
+    mixed = parsed["node2"]
+    assert (mixed.state, mixed.health, mixed.cpus, mixed.memory_mb) == ("mixed", "healthy", 4, 4000)
+    assert (mixed.gpus.total, mixed.gpus.allocated, mixed.gpus.type) == (4, 3, "fake")
+    assert mixed.instance_type is None and mixed.health_detail is None
+
+    drained = parsed["node4"]
+    assert (drained.state, drained.health, drained.health_detail) == (
+        "drained",
+        "unhealthy",
+        "bad gpu 3",
+    )
+    assert drained.instance_type == "ml.p5.48xlarge"
+    assert drained.partitions == ["debug", "long"]
+    assert drained.labels == {"slurm.features": "ml.p5.48xlarge,efa"}
+
+    down = parsed["ip-10-1-2-3"]
+    assert (down.state, down.health, down.health_detail) == ("down", "unhealthy", "Not responding")
+    assert (down.gpus.total, down.gpus.allocated, down.gpus.type) == (8, 0, "a100")
+
+
+def test_nodes_from_json_of_newer_slurm_state_lists() -> None:
+    document = {
+        "nodes": [{**SINFO_JSON["nodes"][0], "state": ["MIXED", "DRAIN"], "state_flags": None}]
+    }
+    (node,) = nodes.nodes_from_json(document)
+    assert (node.state, node.health) == ("draining", "degraded")
+
+
+def test_nodes_from_text_merges_partitions_and_keeps_reasons_whole() -> None:
+    parsed = {node.name: node for node in nodes.nodes_from_text(SINFO_TEXT)}
+    assert list(parsed) == ["node1", "node2", "node4", "node5", "node6"]
+    assert (parsed["node1"].state, parsed["node1"].gpus.total, parsed["node1"].cpus) == (
+        "idle",
+        4,
+        4,
+    )
+    assert parsed["node2"].gpus.allocated == 3
+    assert parsed["node4"].state == "drained"
+    assert parsed["node4"].health_detail == "bad gpu | 3"
+    assert parsed["node4"].partitions == ["debug", "long"]
+    assert parsed["node4"].instance_type == "ml.g5.12xlarge"
+    assert (parsed["node5"].state, parsed["node5"].health) == ("draining", "degraded")
+    assert parsed["node5"].health_detail == "kernel update"
+    assert (parsed["node6"].state, parsed["node6"].gpus.total) == ("down", 0)
+
+
+@pytest.mark.parametrize(
+    ("gres", "used", "expected"),
+    [
+        ("gpu:a100:8(S:0-1)", "gpu:a100:2(IDX:0,5)", (8, 2, "a100")),
+        ("gpu:4,shard:16", "gpu:1(IDX:3),shard:0", (4, 1, None)),
+        ("gpu:a100:4,gpu:v100:2", "gpu:a100:1(IDX:0),gpu:v100:2(IDX:0-1)", (6, 3, "a100")),
+        ("(null)", "", (0, 0, None)),
+    ],
+)
+def test_gres_counts(gres: str, used: str, expected: tuple[int, int, str | None]) -> None:
+    total, kind = nodes.gpu_total(gres)
+    assert (total, nodes.gpu_used(used), kind) == expected
+
+
+def test_job_states_map_to_ours() -> None:
+    assert jobs.job_state("PENDING") == JobState.PENDING
+    assert jobs.job_state("COMPLETING") == JobState.RUNNING
+    assert jobs.job_state("COMPLETED") == JobState.SUCCEEDED
+    assert jobs.job_state("CANCELLED by 0") == JobState.CANCELLED
+    assert jobs.job_state("TIMEOUT") == JobState.FAILED
+    assert jobs.job_state("NODE_FAIL") == JobState.FAILED
+    assert jobs.job_state("OUT_OF_MEMORY") == JobState.FAILED
+    assert jobs.job_state("CD") == JobState.SUCCEEDED
+
+
+def test_squeue_rows() -> None:
+    text = "7|RUNNING|2026-11-30T19:10:01|2027-11-30T19:10:01|node[1-2]|None\n8|PENDING|N/A|N/A||Resources\n"
+    records = jobs.parse_squeue(text)
+    assert records["7"].state == JobState.RUNNING and records["7"].end is None
+    assert records["7"].start == time.mktime(
+        time.strptime("2026-11-30T19:10:01", "%Y-%m-%dT%H:%M:%S")
+    )
+    assert records["7"].nodes == "node[1-2]" and records["7"].reason is None
+    assert (records["8"].state, records["8"].reason, records["8"].start) == (
+        JobState.PENDING,
+        "Resources",
+        None,
+    )
+
+
+def test_scontrol_job_line() -> None:
+    (record,) = jobs.parse_scontrol_jobs(SCONTROL_JOB).values()
+    assert (record.slurm_id, record.state, record.exit_code) == ("2", JobState.FAILED, 3)
+    assert record.stdout == "/fsx/jobs/x/slurm-2.out"
+    assert record.nodes == "node[1-2]" and record.reason == "NonZeroExitCode"
+    assert jobs.parse_scontrol_line(SCONTROL_JOB)["WorkDir"] == "/tmp/a dir"
+
+
+def test_sacct_rows() -> None:
+    text = (
+        "11|COMPLETED|0:0|2026-11-30T19:10:11|2026-11-30T19:10:20|node[1-2]|None\n"
+        "12|CANCELLED by 0|0:15|2026-11-30T19:11:00|2026-11-30T19:11:05|node3|None\n"
+        "13|PENDING|0:0|Unknown|Unknown|None assigned|Resources\n"
+    )
+    records = jobs.parse_sacct(text)
+    assert (records["11"].state, records["11"].exit_code) == (JobState.SUCCEEDED, 0)
+    assert (records["12"].state, records["12"].exit_code) == (JobState.CANCELLED, 128 + 15)
+    assert (records["13"].state, records["13"].exit_code, records["13"].nodes) == (
+        JobState.PENDING,
+        None,
+        None,
+    )
+
+
+def test_hostlists() -> None:
+    assert jobs.expand_hostlist("node[1-3,7]") == ["node1", "node2", "node3", "node7"]
+    assert jobs.expand_hostlist("gpu-[08-10],login") == ["gpu-08", "gpu-09", "gpu-10", "login"]
+    assert jobs.expand_hostlist("ip-10-1-2-3") == ["ip-10-1-2-3"]
+    assert jobs.expand_hostlist("rack[1-2]-n[1-2]") == [
+        "rack1-n1",
+        "rack1-n2",
+        "rack2-n1",
+        "rack2-n2",
+    ]
+    assert jobs.expand_hostlist(None) == []
+
+
+def test_unreachable_controller_is_503_and_other_refusals_502() -> None:
+    down = command_error(
+        "squeue", 1, "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+    )
+    assert isinstance(down, BackendUnavailable) and "slurmctld" in down.message
+    refused = command_error(
+        "sbatch", 1, "sbatch: error: Batch job submission failed: Invalid partition name specified"
+    )
+    assert isinstance(refused, BackendError) and "Invalid partition name" in refused.message
+
+
+def test_missing_commands_and_refused_probes_are_503(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    commands = SlurmCommands(bin_dir=str(tmp_path))
+    with pytest.raises(BackendUnavailable, match="not installed"):
+        commands.run("sinfo", [])
+    commands.controllers = parse_controllers(
+        "SlurmctldHost[0] = ctl(127.0.0.1)\nSlurmctldPort = 1\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=r"cannot connect to slurmctld at 127\.0\.0\.1:1"):
+        commands.run("sinfo", [])
+    assert time.monotonic() - started < 2
+
+
+def test_controllers_from_config() -> None:
+    text = "SlurmctldHost[0]        = vm(localhost)\nSlurmctldHost[1]        = backup\nSlurmctldPort = 6817-6818\n"
+    assert [(c.host, c.port) for c in parse_controllers(text)] == [
+        ("localhost", 6817),
+        ("backup", 6817),
+    ]
+
+
+def test_server_secrets_and_allocation_variables_stay_out_of_jobs() -> None:
+    assert DROPPED_ENV.match("JUPYTER_TOKEN") and DROPPED_ENV.match("JPY_SESSION_NAME")
+    assert DROPPED_ENV.match("SLURM_JOB_ID") and DROPPED_ENV.match("SLURM_JWT")
+    assert not DROPPED_ENV.match("SLURM_CONF") and not DROPPED_ENV.match("PATH")
