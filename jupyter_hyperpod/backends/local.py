@@ -235,9 +235,7 @@ class LocalOrchestrator(Orchestrator):
         ranks = self._ranks(job, status)
         if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
             self._active.pop(job.id, None)
-            child = self._children.pop(job.id, None)
-            if child is not None:
-                child.poll()
+            self._wait_supervisor(job.id, job.data.get("pid"), job_dir)
             return JobUpdate(state=JobState(state), exit_code=status.get("exit_code"), ended=status.get("ended"),
                              state_reason=status.get("reason"), ranks=ranks)
         pid = job.data.get("pid")
@@ -251,6 +249,19 @@ class LocalOrchestrator(Orchestrator):
             return JobUpdate(state=final, state_reason=reason, ended=time.time(), ranks=ranks)
         self._active[job.id] = job_dir
         return JobUpdate(state=JobState.RUNNING, started=status.get("started"), ranks=ranks)
+
+    def _wait_supervisor(self, job_id: str, pid: int | None, job_dir: Path) -> None:
+        """The supervisor writes the final state just before it exits: let it go first."""
+        child = self._children.pop(job_id, None)
+        if child is not None:
+            try:
+                child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            return
+        deadline = time.monotonic() + 5
+        while _pid_alive(pid, job_dir) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _ranks(self, job: StoredJob, status: dict[str, Any]) -> list[RankInfo]:
         job_dir = Path(job.data["job_dir"])

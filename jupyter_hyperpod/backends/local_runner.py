@@ -152,9 +152,21 @@ class Supervisor:
                 info["state"] = "CANCELLED" if self.cancelled else "STOPPED"
 
     def _finish(self, state: str, exit_code: int | None, reason: str | None) -> int:
+        _stop_stragglers()
         self.status.update(state=state, exit_code=exit_code, reason=reason, ended=time.time())
         write_status(self.job_dir, self.status)
         return 0
+
+
+def _stop_stragglers() -> None:
+    """Take down what the ranks left behind (daemonised children), as a batch scheduler does."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.killpg(os.getpgid(0), signal.SIGTERM)
+    except OSError:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str]) -> int:
@@ -166,12 +178,6 @@ def main(argv: list[str]) -> int:
         supervisor._stop_ranks()
         supervisor._finish("FAILED", None, f"supervisor error: {error}")
         raise
-    # Take down anything the ranks left behind (daemonised children), as a batch scheduler does.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        os.killpg(os.getpgid(0), signal.SIGTERM)
-    except OSError:
-        pass
     return code
 
 

@@ -1,0 +1,63 @@
+"""Shared fixtures: a real Jupyter server (pytest-jupyter) with the extension on a temp file system.
+
+Sub-directories (slurm/, kubernetes/, training/, cli/...) override `hyperpod_config` to point the
+same server at their backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traitlets.config import Config
+
+from .helpers import Api
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+USER = "alice"
+
+
+@pytest.fixture
+def fs_root(tmp_path: Path) -> Path:
+    root = tmp_path / "fsx"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def partition(fs_root: Path) -> Path:
+    path = fs_root / "shared"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def hyperpod_config(fs_root: Path, tmp_path: Path, partition: Path) -> dict[str, Any]:
+    """The HyperPodApp traits for the test server; override in a sub-directory's conftest."""
+    return {
+        "orchestrator": "local",
+        "shared_fs_root": str(fs_root),
+        "partition": "shared",
+        "user": USER,
+        "job_store": str(tmp_path / "jobs.sqlite"),
+        "refresh_interval": 0.2,
+        "heartbeat_interval": 1.0,
+        "local_max_parallel_jobs": 2,
+    }
+
+
+@pytest.fixture
+def jp_server_config(hyperpod_config: dict[str, Any]) -> Config:
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_hyperpod": True}},
+            "HyperPodApp": hyperpod_config,
+        }
+    )
+
+
+@pytest.fixture
+def api(jp_fetch: Any, jp_ws_fetch: Any) -> Api:
+    return Api(jp_fetch, jp_ws_fetch)
