@@ -1,0 +1,1 @@
+"""AWS discovery with boto3 (imported lazily): HyperPod clusters, EKS kubeconfig, FSx, Studio."""

@@ -1,0 +1,62 @@
+"""`python -m jupyter_hyperpod.aws ...`: list and describe HyperPod clusters, connect to an EKS one,
+and print an EKS token (the kubeconfig `exec` plugin the connect command writes)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..core.errors import HyperPodError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jupyter_hyperpod.aws")
+    parser.add_argument("--region", default=None)
+    parser.add_argument("--profile", default=None)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("clusters", help="list HyperPod clusters (EKS and Slurm)")
+    describe = commands.add_parser("describe", help="one cluster with its instance groups and nodes")
+    describe.add_argument("cluster")
+    connect = commands.add_parser("connect", help="write a kubeconfig context for an EKS HyperPod cluster")
+    connect.add_argument("cluster")
+    connect.add_argument("--kubeconfig", default=None)
+    connect.add_argument("--namespace", default=None)
+    connect.add_argument("--auth", choices=["exec", "token"], default="exec")
+    token = commands.add_parser("token", help="an ExecCredential for EKS (like `aws eks get-token`)")
+    token.add_argument("--cluster-name", required=True)
+    fsx = commands.add_parser("fsx", help="an FSx for Lustre file system and its S3 links")
+    fsx.add_argument("file_system_id")
+    args = parser.parse_args(argv)
+
+    from . import discovery, eks, hyperpod  # noqa: PLC0415
+    from . import fsx as fsx_mod  # noqa: PLC0415
+    from .calls import session  # noqa: PLC0415
+
+    try:
+        if args.command == "token":
+            aws = session(args.region, args.profile)
+            print(eks.token_json(aws.client("sts", region_name=args.region), args.cluster_name))
+            return 0
+        if args.command == "connect":
+            result = discovery.connect(
+                args.cluster, region=args.region, kubeconfig=args.kubeconfig, namespace=args.namespace,
+                auth=args.auth, profile=args.profile,
+            )
+        else:
+            aws = session(args.region or discovery.region_of(getattr(args, "cluster", "")), args.profile)
+            if args.command == "clusters":
+                result = hyperpod.list_clusters(aws.client("sagemaker"))
+            elif args.command == "describe":
+                result = hyperpod.describe_cluster(aws.client("sagemaker"), args.cluster)
+            else:
+                result = fsx_mod.describe_fsx(aws.client("fsx"), args.file_system_id)
+    except HyperPodError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

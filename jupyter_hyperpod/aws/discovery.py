@@ -1,0 +1,129 @@
+"""What the extension finds out about its HyperPod cluster through AWS, and `connect`: making an EKS
+HyperPod cluster the Kubernetes backend's current context."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from ..core.errors import HyperPodError, InvalidRequest
+from . import eks as eks_mod
+from . import fsx as fsx_mod
+from . import hyperpod
+from .calls import describe_error, session
+
+log = logging.getLogger(__name__)
+
+EKS_ARN = re.compile(r"^arn:aws[a-z-]*:eks:([a-z0-9-]+):(\d+):cluster/(.+)$")
+HYPERPOD_ARN = re.compile(r"^arn:aws[a-z-]*:sagemaker:([a-z0-9-]+):(\d+):cluster/(.+)$")
+_CACHE: dict[tuple[Any, ...], tuple[float, dict[str, Any]]] = {}
+CACHE_SECONDS = 300.0
+
+
+def region_of(*names: str) -> str | None:
+    for name in names:
+        for pattern in (EKS_ARN, HYPERPOD_ARN):
+            match = pattern.match(name or "")
+            if match:
+                return match.group(1)
+    return None
+
+
+def default_kubeconfig() -> str:
+    env = os.environ.get("KUBECONFIG", "")
+    if env:
+        return env.split(os.pathsep)[0]
+    return str(Path.home() / ".kube" / "config")
+
+
+def connect(
+    cluster: str,
+    *,
+    region: str | None = None,
+    kubeconfig: str | None = None,
+    namespace: str | None = None,
+    auth: Literal["exec", "token"] = "exec",
+    profile: str | None = None,
+) -> dict[str, Any]:
+    """Write a kubeconfig context for a HyperPod EKS cluster (by name or ARN) and make it current."""
+    aws = session(region or region_of(cluster), profile)
+    region = aws.region_name
+    if not region:
+        raise InvalidRequest("no AWS region: pass --region or set AWS_REGION", field="region")
+    described = hyperpod.describe_cluster(aws.client("sagemaker"), cluster, with_nodes=False)
+    if described["orchestrator"] != "eks":
+        raise InvalidRequest(
+            f"HyperPod cluster {described['name']} is orchestrated by Slurm, not EKS: use the slurm "
+            "orchestrator from a login node (c.HyperPodSettings.orchestrator = 'slurm')",
+            field="cluster",
+        )
+    eks_name = described["eks_cluster_name"]
+    eks_region = region_of(described["eks_cluster_arn"]) or region
+    eks_info = eks_mod.describe_eks(aws.client("eks", region_name=eks_region), eks_name)
+    token = None
+    if auth == "token":
+        token, _ = eks_mod.eks_token(aws.client("sts", region_name=eks_region), eks_name)
+    path = kubeconfig or default_kubeconfig()
+    context = eks_mod.write_kubeconfig(
+        path, eks=eks_info, region=eks_region, auth=auth, token=token, namespace=namespace, profile=profile
+    )
+    _CACHE.clear()
+    return {
+        "hyperpod_cluster": described["name"],
+        "hyperpod_cluster_arn": described["arn"],
+        "eks_cluster": eks_name,
+        "eks_cluster_arn": eks_info["arn"],
+        "endpoint": eks_info["endpoint"],
+        "kubernetes_version": eks_info.get("version"),
+        "context": context,
+        "kubeconfig": path,
+        "auth": auth,
+    }
+
+
+def cluster_details(
+    *,
+    hyperpod_cluster: str = "",
+    context: str = "",
+    region: str = "",
+    fsx_file_system_id: str = "",
+    shared_fs_root: str = "",
+) -> dict[str, Any]:
+    """AWS facts for `GET cluster` (HyperPod cluster and FSx); {} when nothing points at AWS.
+    Errors are reported in the result, never raised: the cluster view must still load."""
+    fs_id = fsx_file_system_id or fsx_mod.file_system_id_from_path(shared_fs_root) or ""
+    eks_match = EKS_ARN.match(context or "")
+    if not (hyperpod_cluster or eks_match or fs_id):
+        return {}
+    key = (hyperpod_cluster, context, region, fs_id)
+    cached = _CACHE.get(key)
+    if cached and time.monotonic() - cached[0] < CACHE_SECONDS:
+        return cached[1]
+    details: dict[str, Any] = {}
+    try:
+        aws = session(region or region_of(hyperpod_cluster, context) or None)
+        if hyperpod_cluster or eks_match:
+            sagemaker = aws.client("sagemaker")
+            try:
+                if hyperpod_cluster:
+                    found = hyperpod.describe_cluster(sagemaker, hyperpod_cluster, with_nodes=False)
+                else:
+                    found = hyperpod.find_by_eks_arn(sagemaker, context)
+                if found:
+                    details["hyperpod"] = {k: found.get(k) for k in (
+                        "name", "arn", "status", "orchestrator", "eks_cluster_arn", "instance_groups") if k in found}
+            except HyperPodError as exc:
+                details["hyperpod_error"] = describe_error(exc)
+        if fs_id:
+            try:
+                details["fsx"] = fsx_mod.describe_fsx(aws.client("fsx"), fs_id)
+            except HyperPodError as exc:
+                details["fsx"] = {"id": fs_id, "error": describe_error(exc)}
+    except HyperPodError as exc:
+        details["aws_error"] = describe_error(exc)
+    _CACHE[key] = (time.monotonic(), details)
+    return details

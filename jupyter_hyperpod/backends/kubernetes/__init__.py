@@ -1,0 +1,1 @@
+"""Kubernetes backend: HyperPod EKS / Kubeflow PyTorchJob and HyperPodPyTorchJob."""

@@ -1,0 +1,410 @@
+"""HyperPod on EKS (or any Kubernetes with the Kubeflow training operator) as an `Orchestrator`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from traitlets import Enum, Float, List, Unicode
+
+from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
+from ...core.models import Capabilities, JobState, Node
+from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
+from .client import KubeClient
+from .jobs import format_events, job_name_of_pod, job_update, rank_of_pod, timestamp
+from .logs import PodLogFollower, SpoolLogReader
+from .manifest import (
+    CONTAINER,
+    JOB_ID_LABEL,
+    JOB_KINDS,
+    MANAGED_BY,
+    MANAGER,
+    ManifestOptions,
+    build_manifest,
+    job_kind,
+    to_yaml,
+)
+from .nodes import EFA_RESOURCE, GPU_RESOURCES, allocated_by_node, node_from_k8s
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE = 500
+SELECTOR_CHUNK = 50
+# A job object missing from the list this long after submission was deleted outside of us.
+MISSING_GRACE_S = 15.0
+FOLLOWER_LINGER_S = 120.0
+
+
+class KubernetesOrchestrator(Orchestrator):
+    kind: ClassVar[Any] = "kubernetes"
+    default_cluster_fs_root: ClassVar[str | None] = "/data"
+
+    kubeconfig = Unicode("", config=True, help="kubeconfig file; default: $KUBECONFIG, else ~/.kube/config.")
+    context = Unicode("", config=True, help="kubeconfig context; default: the current context.")
+    namespace = Unicode("default", config=True, help="Namespace jobs are created in unless the job asks for another allowed one.")
+    allowed_namespaces = List(Unicode(), default_value=[], config=True, help="Namespaces a job may ask for; default: only `namespace`.")
+    job_kind = Enum(
+        list(JOB_KINDS), default_value="PyTorchJob", config=True,
+        help="PyTorchJob (kubeflow.org/v1) or HyperPodPyTorchJob (sagemaker.amazonaws.com/v1); a job may pick the other.",
+    )
+    image = Unicode("", config=True, help="Container image for jobs whose spec names none.")
+    image_pull_policy = Enum(["Always", "IfNotPresent", "Never"], default_value="Always", config=True, help="imagePullPolicy of the workers.")
+    pvc_name = Unicode("fsx-claim", config=True, help="PersistentVolumeClaim of the shared file system, mounted at the cluster FS root.")
+    service_account = Unicode("", config=True, help="serviceAccountName of the workers (e.g. eks-hyperpod-sa).")
+    shm_size = Unicode("", config=True, help="Size of /dev/shm as a memory emptyDir (e.g. 64Gi); empty: the host's /dev/shm.")
+    cluster_display_name = Unicode("", config=True, help="Name shown for the cluster; default: the HyperPod cluster, else the context.")
+    hyperpod_cluster = Unicode("", config=True, help="HyperPod cluster name or ARN, for AWS details; default: found from the EKS context.")
+    aws_region = Unicode("", config=True, help="AWS region for discovery; default: from the context's ARN or the AWS config.")
+    fsx_file_system_id = Unicode("", config=True, help="FSx for Lustre file system id; default: from Studio's mount path.")
+    node_cache_seconds = Float(5.0, config=True, help="How long a node listing is reused.")
+
+    def __init__(self, *, settings: Any, **kwargs: Any) -> None:
+        super().__init__(settings=settings, **kwargs)
+        self.kube = KubeClient(kubeconfig=self.kubeconfig, context=self.context)
+        self._followers: dict[tuple[str, int], PodLogFollower] = {}
+        self._followers_lock = threading.Lock()
+        self._nodes_cache: tuple[float, list[Node]] | None = None
+        self._details_cache: tuple[float, dict[str, Any]] | None = None
+
+    # -- cluster ------------------------------------------------------------------------------
+    def cluster_name(self) -> str:
+        if self.cluster_display_name:
+            return self.cluster_display_name
+        if self.hyperpod_cluster:
+            return self.hyperpod_cluster.rsplit("/", 1)[-1]
+        try:
+            _ = self.kube.api_client
+        except HyperPodError:
+            return self.context or "kubernetes"
+        name = self.kube.context_name or self.kube.host or "kubernetes"
+        return name.rsplit("/", 1)[-1] if name.startswith("arn:") else name
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            cancel=True,
+            follow_logs=True,
+            per_rank_logs=True,
+            metrics=True,
+            multi_node=True,
+            gpus=True,
+            job_kinds=list(JOB_KINDS),
+            render_format="manifest",
+        )
+
+    def details(self) -> dict[str, Any]:
+        now = time.monotonic()
+        if self._details_cache and now - self._details_cache[0] < 300:
+            return self._details_cache[1]
+        details: dict[str, Any] = {
+            "context": self.kube.context_name or self.context or None,
+            "namespace": self.namespace,
+            "allowed_namespaces": self.allowed_namespaces or [self.namespace],
+            "job_kind": self.job_kind,
+            "pvc_name": self.pvc_name,
+            "cluster_fs_root": self.fs_mount,
+        }
+        try:
+            _ = self.kube.api_client
+            details["api_server"] = self.kube.host
+        except HyperPodError as exc:
+            details["api_error"] = exc.message
+        details.update(self._aws_details())
+        self._details_cache = (now, details)
+        return details
+
+    def _aws_details(self) -> dict[str, Any]:
+        from ...aws import discovery  # noqa: PLC0415 - boto3 stays optional
+
+        return discovery.cluster_details(
+            hyperpod_cluster=self.hyperpod_cluster,
+            context=self.kube.context_name or self.context,
+            region=self.aws_region,
+            fsx_file_system_id=self.fsx_file_system_id,
+            shared_fs_root=getattr(self.settings, "shared_fs_root", ""),
+        )
+
+    @property
+    def fs_mount(self) -> str:
+        return getattr(self.settings, "cluster_fs_root", "") or self.default_cluster_fs_root or "/data"
+
+    def list_nodes(self) -> list[Node]:
+        cached = self._nodes_cache
+        if cached and time.monotonic() - cached[0] < self.node_cache_seconds:
+            return cached[1]
+        nodes = self._list_all("list nodes", self.kube.core.list_node)
+        try:
+            pods = self._list_all(
+                "list pods on all namespaces (for GPUs in use)",
+                self.kube.core.list_pod_for_all_namespaces,
+                field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            )
+        except Forbidden:
+            # Reading pods cluster-wide is often not granted: show capacity without usage.
+            pods = []
+        allocated = allocated_by_node(pods, [*GPU_RESOURCES, EFA_RESOURCE])
+        result = [node_from_k8s(obj, allocated.get((obj.get("metadata") or {}).get("name", ""))) for obj in nodes]
+        result.sort(key=lambda node: node.name)
+        self._nodes_cache = (time.monotonic(), result)
+        return result
+
+    def _list_all(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        """Every item of a list call, page by page (`limit` + `continue`)."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            extra = {"limit": LIST_PAGE, **({"_continue": token} if token else {})}
+            body = self.kube.call_json(what, fn, *args, **kwargs, **extra)
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue") or None
+            if not token:
+                return items
+
+    # -- jobs ---------------------------------------------------------------------------------
+    def manifest_options(self) -> ManifestOptions:
+        return ManifestOptions(
+            namespace=self.namespace,
+            kind=self.job_kind,
+            image=self.image,
+            pvc_name=self.pvc_name,
+            fs_mount=self.fs_mount,
+            service_account=self.service_account,
+            shm_size=self.shm_size,
+            image_pull_policy=self.image_pull_policy,
+            python=getattr(self.settings, "cluster_python", "") or "python3",
+            allowed_namespaces=list(self.allowed_namespaces),
+        )
+
+    def render(self, launch: Launch) -> RenderedJob:
+        manifest = build_manifest(launch, self.manifest_options())
+        warnings: list[str] = []
+        spec = launch.spec
+        if spec.efa_per_node and not spec.gpus_per_node:
+            warnings.append("EFA is requested without GPUs: EFA devices sit on GPU instances")
+        if spec.auto_resume and not spec.max_retries and manifest["kind"] == "PyTorchJob":
+            warnings.append("auto-resume retries up to 3 times (set max_retries to change it)")
+        if spec.auto_resume and manifest["kind"] == "HyperPodPyTorchJob" and not spec.max_retries:
+            warnings.append("auto-resume needs max_retries > 0 for a HyperPodPyTorchJob")
+        return RenderedJob(format="manifest", language="yaml", text=to_yaml(manifest), warnings=warnings)
+
+    def submit(self, launch: Launch) -> JobUpdate:
+        manifest = build_manifest(launch, self.manifest_options())
+        group, version, plural, kind = job_kind(launch.spec.kind, self.job_kind)
+        namespace = manifest["metadata"]["namespace"]
+        try:
+            self.kube.call(
+                f"create {kind} {launch.job_id} in namespace {namespace}",
+                self.kube.custom.create_namespaced_custom_object,
+                group, version, namespace, plural, manifest,
+            )
+        except Conflict:
+            raise Conflict(f"a {kind} named '{launch.job_id}' already exists in namespace {namespace}", field="name") from None
+        except NotFound as exc:
+            raise InvalidRequest(
+                f"the cluster does not serve {kind} ({group}/{version}): is its training operator "
+                f"installed? ({exc.message})",
+                field="kind",
+            ) from exc
+        return JobUpdate(
+            state=JobState.PENDING,
+            backend_id=launch.job_id,
+            data={
+                "namespace": namespace,
+                "kind": kind,
+                "group": group,
+                "version": version,
+                "plural": plural,
+                "workers": launch.spec.nodes,
+                "job_dir_local": str(launch.job_dir_local),
+            },
+        )
+
+    def _kind_of(self, job: StoredJob) -> tuple[str, str, str, str]:
+        return job_kind(job.data.get("kind") or job.spec.kind, self.job_kind)
+
+    def _namespace_of(self, job: StoredJob) -> str:
+        return str(job.data.get("namespace") or job.spec.namespace or self.namespace)
+
+    def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+        groups: dict[tuple[str, tuple[str, str, str, str]], list[StoredJob]] = {}
+        for job in jobs:
+            if job.backend_id:
+                groups.setdefault((self._namespace_of(job), self._kind_of(job)), []).append(job)
+        objects: dict[tuple[str, str], dict[str, Any]] = {}
+        for (namespace, (group, version, plural, kind)), _members in groups.items():
+            items = self._list_all(
+                f"list {kind}s in namespace {namespace}",
+                self.kube.custom.list_namespaced_custom_object,
+                group, version, namespace, plural,
+                label_selector=f"{MANAGED_BY}={MANAGER}",
+            )
+            for item in items:
+                meta = item.get("metadata") or {}
+                objects[(namespace, meta.get("name", ""))] = item
+
+        pods_by_job: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for namespace in {ns for ns, _ in groups}:
+            names = sorted({job.backend_id for (ns, _), members in groups.items() if ns == namespace for job in members if job.backend_id})
+            for start in range(0, len(names), SELECTOR_CHUNK):
+                chunk = names[start : start + SELECTOR_CHUNK]
+                pods = self._list_all(
+                    f"list the worker pods in namespace {namespace}",
+                    self.kube.core.list_namespaced_pod,
+                    namespace,
+                    label_selector=f"{JOB_ID_LABEL} in ({','.join(chunk)})",
+                )
+                for pod in pods:
+                    name = job_name_of_pod(pod)
+                    if name in chunk:
+                        pods_by_job.setdefault((namespace, name), []).append(pod)
+
+        updates: dict[str, JobUpdate] = {}
+        needs_events: dict[str, list[StoredJob]] = {}
+        now = time.time()
+        for (namespace, _kind), members in groups.items():
+            for job in members:
+                obj = objects.get((namespace, job.backend_id or ""))
+                if obj is None:
+                    if now - job.created > MISSING_GRACE_S:
+                        updates[job.id] = JobUpdate(
+                            state=JobState.CANCELLED,
+                            state_reason="the job object was deleted from the cluster",
+                            ended=now,
+                        )
+                    continue
+                update = job_update(obj, pods_by_job.get((namespace, job.backend_id or ""), []))
+                updates[job.id] = update
+                if update.state in (JobState.PENDING, JobState.FAILED) or update.state_reason:
+                    needs_events.setdefault(namespace, []).append(job)
+
+        for namespace, members in needs_events.items():
+            try:
+                events = self._list_all(
+                    f"list warning events in namespace {namespace}",
+                    self.kube.core.list_namespaced_event,
+                    namespace,
+                    field_selector="type=Warning",
+                )
+            except Forbidden:
+                continue
+            events = [e for e in events if e.get("type", "Warning") == "Warning"]
+            for job in members:
+                pod_names = {(p.get("metadata") or {}).get("name", "") for p in pods_by_job.get((namespace, job.backend_id or ""), [])}
+                by_object = format_events(events, {job.backend_id or "", *pod_names})
+                merged = sorted({text for texts in by_object.values() for text in texts})
+                updates[job.id].events = merged[-10:]
+                if updates[job.id].state is JobState.PENDING and not updates[job.id].state_reason and merged:
+                    updates[job.id].state_reason = merged[-1]
+        return updates
+
+    def cancel(self, job: StoredJob) -> JobUpdate:
+        group, version, plural, kind = self._kind_of(job)
+        namespace = self._namespace_of(job)
+        if job.backend_id:
+            try:
+                self.kube.call(
+                    f"delete {kind} {job.backend_id} in namespace {namespace}",
+                    self.kube.custom.delete_namespaced_custom_object,
+                    group, version, namespace, plural, job.backend_id,
+                    propagation_policy="Background",
+                )
+            except NotFound:
+                pass  # already gone: cancelled all the same
+        return JobUpdate(state=JobState.CANCELLED, state_reason="cancelled", ended=time.time())
+
+    # -- logs ---------------------------------------------------------------------------------
+    def _spool_dir(self, job: StoredJob) -> Path:
+        local = job.data.get("job_dir_local")
+        if local:
+            candidate = Path(local) / "k8s-logs"
+            try:
+                candidate.mkdir(parents=True, exist_ok=True)
+                if os.access(candidate, os.W_OK):
+                    return candidate
+            except OSError:
+                pass
+        cache = Path(os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache")))
+        fallback = cache / "jupyter-hyperpod" / "k8s-logs" / job.id
+        fallback.mkdir(parents=True, exist_ok=True)
+        return fallback
+
+    def _find_pod(self, namespace: str, name: str, rank: int) -> dict[str, Any] | None:
+        pods = self._list_all(
+            f"list the pods of job {name}",
+            self.kube.core.list_namespaced_pod,
+            namespace,
+            label_selector=f"{JOB_ID_LABEL}={name}",
+        )
+        mine = [p for p in pods if rank_of_pod(p) == rank and job_name_of_pod(p) == name]
+        if not mine:
+            return None
+        return max(mine, key=lambda p: timestamp((p.get("metadata") or {}).get("creationTimestamp")) or 0.0)
+
+    def _job_over(self, job: StoredJob) -> bool:
+        group, version, plural, kind = self._kind_of(job)
+        try:
+            obj = self.kube.call(
+                f"read {kind} {job.backend_id}",
+                self.kube.custom.get_namespaced_custom_object,
+                group, version, self._namespace_of(job), plural, job.backend_id,
+            )
+        except NotFound:
+            return True
+        update = job_update(obj or {}, [])
+        return bool(update.state and update.state.finished)
+
+    def log_reader(self, job: StoredJob, rank: int) -> LogReader:
+        workers = int(job.data.get("workers") or job.spec.nodes)
+        if rank < 0 or rank >= workers:
+            raise NotFound(f"job {job.id} has workers 0..{workers - 1}, not {rank}")
+        if not job.backend_id:
+            raise NotFound(f"job {job.id} was never created on the cluster")
+        self._sweep_followers()
+        key = (job.id, rank)
+        with self._followers_lock:
+            follower = self._followers.get(key)
+            if follower is None or (not follower.alive and not follower.done):
+                namespace = self._namespace_of(job)
+                name = job.backend_id
+                follower = PodLogFollower(
+                    self.kube,
+                    namespace=namespace,
+                    container=CONTAINER,
+                    spool=self._spool_dir(job) / f"worker-{rank}.log",
+                    find_pod=lambda: self._find_pod(namespace, name, rank),
+                    job_over=lambda: self._job_over(job),
+                    label=f"worker {rank}",
+                )
+                self._followers[key] = follower
+            follower.refs += 1
+            follower.start()
+        return SpoolLogReader(follower, self._release_follower)
+
+    def _release_follower(self, follower: PodLogFollower) -> None:
+        with self._followers_lock:
+            follower.refs = max(0, follower.refs - 1)
+            if follower.refs == 0:
+                follower.idle_since = time.monotonic()
+
+    def _sweep_followers(self) -> None:
+        """Stop followers nobody has read for a while (their spool stays; a reader restarts them)."""
+        now = time.monotonic()
+        stale: list[PodLogFollower] = []
+        with self._followers_lock:
+            for key, follower in list(self._followers.items()):
+                if follower.refs == 0 and (follower.done or now - follower.idle_since > FOLLOWER_LINGER_S):
+                    stale.append(follower)
+                    del self._followers[key]
+        for follower in stale:
+            follower.stop(timeout=1.0)
+
+    def close(self) -> None:
+        with self._followers_lock:
+            followers = list(self._followers.values())
+            self._followers.clear()
+        for follower in followers:
+            follower.stop()
+        self.kube.close()

@@ -1,0 +1,233 @@
+"""One rank's log as a byte-addressable file: a thread follows the worker pod's log and appends it
+to a spool file; readers read the spool at byte offsets like every other backend's log.
+
+The follower waits for the pod to exist and start, reconnects when the stream is cut (skipping what
+it already has of that container), and continues with the new container after a restart or a
+recreated pod (HyperPod auto-resume), marking the restart in the log. A finished spool is marked
+done and never fetched again, so logs outlive the pods.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import HyperPodError, NotFound
+from ..base import FileLogReader
+from .client import CONNECT_TIMEOUT, KubeClient
+from .jobs import main_container_status
+
+log = logging.getLogger(__name__)
+
+# A quiet training step can take minutes; a cut connection is noticed after this many seconds.
+STREAM_READ_TIMEOUT = 120.0
+CHUNK = 64 * 1024
+
+
+class PodLogFollower:
+    """Appends the log of the pod that currently holds one rank to `spool`."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        namespace: str,
+        container: str,
+        spool: Path,
+        find_pod: Callable[[], dict[str, Any] | None],
+        job_over: Callable[[], bool],
+        label: str,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.container = container
+        self.spool = spool
+        self.state_path = spool.with_suffix(".state.json")
+        self.find_pod = find_pod
+        self.job_over = job_over
+        self.label = label
+        self.poll_interval = poll_interval
+        self.refs = 0
+        self.idle_since = time.monotonic()
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._response: Any = None
+        self._lock = threading.Lock()
+        state = self._load_state()
+        self.done = bool(state.get("done"))
+        self._key: list[Any] | None = state.get("key")
+        self._seen = int(state.get("seen", 0))
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.done or self._thread is not None:
+            return
+        self.spool.parent.mkdir(parents=True, exist_ok=True)
+        self.spool.touch(exist_ok=True)
+        self._thread = threading.Thread(target=self._run, name=f"k8s-log-{self.label}", daemon=True)
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            try:
+                response.shutdown()
+            except Exception:  # noqa: BLE001 - best effort to unblock the reader
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # -- state --------------------------------------------------------------------------------
+    def _load_state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.state_path.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _save_state(self) -> None:
+        try:
+            tmp = self.state_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"key": self._key, "seen": self._seen, "done": self.done}), encoding="utf-8")
+            tmp.replace(self.state_path)
+        except OSError as exc:
+            log.warning("cannot save log state %s: %s", self.state_path, exc)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _wait(self, seconds: float) -> bool:
+        return self._stop.wait(seconds)
+
+    def _run(self) -> None:
+        delay = self.poll_interval
+        try:
+            with open(self.spool, "ab") as out:
+                while not self._stop.is_set():
+                    try:
+                        finished = self._step(out)
+                        self.error = None
+                    except HyperPodError as exc:
+                        # API down or refused: keep what we have, try again later.
+                        self.error = exc.message
+                        finished = False
+                        delay = min(delay * 2, 15.0)
+                        if self._wait(delay):
+                            break
+                        continue
+                    if finished:
+                        self.done = True
+                        self._save_state()
+                        return
+                    delay = self.poll_interval
+        except Exception:  # noqa: BLE001 - a follower must never take the server down
+            log.exception("log follower %s failed", self.label)
+        finally:
+            self._save_state()
+
+    def _step(self, out: Any) -> bool:
+        """One look at the pod: stream what is new; True when this rank's log is complete."""
+        pod = self.find_pod()
+        if pod is None:
+            if self.job_over():
+                return True
+            self._wait(self.poll_interval)
+            return False
+        status = main_container_status(pod)
+        state = status.get("state") or {}
+        phase = (pod.get("status") or {}).get("phase")
+        started = "running" in state or "terminated" in state
+        if not started:
+            if phase in ("Succeeded", "Failed") or (phase is None and self.job_over()):
+                return True
+            self._wait(self.poll_interval)
+            return False
+        uid = (pod.get("metadata") or {}).get("uid") or (pod.get("metadata") or {}).get("name")
+        key = [uid, status.get("containerID") or int(status.get("restartCount") or 0)]
+        if key != self._key:
+            if self._key is not None:
+                restarts = int(status.get("restartCount") or 0)
+                name = (pod.get("metadata") or {}).get("name")
+                out.write(f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})\n".encode())
+                out.flush()
+            self._key, self._seen = key, 0
+        elif "terminated" in state:
+            # Everything of this container is already in the spool: wait for a restart or the end.
+            if phase in ("Succeeded", "Failed") or self.job_over():
+                return True
+            self._wait(self.poll_interval)
+            return False
+        self._stream(pod, out)
+        return False
+
+    def _stream(self, pod: dict[str, Any], out: Any) -> None:
+        name = (pod.get("metadata") or {}).get("name")
+        try:
+            response = self.kube.call(
+                f"follow the log of pod {name}",
+                self.kube.core.read_namespaced_pod_log,
+                name,
+                self.namespace,
+                container=self.container,
+                follow=True,
+                _preload_content=False,
+                _request_timeout=(CONNECT_TIMEOUT, STREAM_READ_TIMEOUT),
+            )
+        except NotFound:
+            return
+        with self._lock:
+            self._response = response
+        skip = self._seen
+        last_save = time.monotonic()
+        try:
+            for chunk in response.stream(CHUNK, decode_content=True):
+                if self._stop.is_set():
+                    break
+                if skip:
+                    if len(chunk) <= skip:
+                        skip -= len(chunk)
+                        continue
+                    chunk, skip = chunk[skip:], 0
+                out.write(chunk)
+                out.flush()
+                self._seen += len(chunk)
+                if time.monotonic() - last_save > 1.0:
+                    self._save_state()
+                    last_save = time.monotonic()
+        except Exception as exc:  # noqa: BLE001 - a cut stream: reconnect on the next step
+            if not self._stop.is_set():
+                log.debug("log stream of %s ended: %s", name, exc)
+        finally:
+            with self._lock:
+                self._response = None
+            try:
+                response.release_conn()
+            except Exception:  # noqa: BLE001
+                pass
+            self._save_state()
+
+
+class SpoolLogReader(FileLogReader):
+    """A rank's spool file; closing it lets the backend stop an idle follower."""
+
+    def __init__(self, follower: PodLogFollower, release: Callable[[PodLogFollower], None]) -> None:
+        super().__init__(follower.spool)
+        self.follower = follower
+        self._release: Callable[[PodLogFollower], None] | None = release
+
+    def close(self) -> None:
+        super().close()
+        if self._release is not None:
+            self._release(self.follower)
+            self._release = None
