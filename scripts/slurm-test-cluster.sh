@@ -179,17 +179,28 @@ EOF
   for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/6819) 2>/dev/null && break; sleep 0.2; done
 }
 
-wait_idle() {
+# Until every node has registered and is usable (idle, or running a job of a reused cluster).
+wait_ready() {
   local deadline=$((SECONDS + 60)) states
   while true; do
-    states=$(timeout 5 sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' ' || true)
-    [ "$states" = "idle " ] && return 0
+    states=$(timeout 5 sinfo -h -N -o %T 2>/dev/null | sort -u | tr '\n' ' ' || true)
+    if [ -n "$states" ] && [ -z "$(echo "$states" | tr ' ' '\n' | grep -vxE 'idle|mixed|allocated|')" ]; then
+      return 0
+    fi
     if [ $SECONDS -gt $deadline ] || ! running "$(pid_of slurmctld)"; then
-      log "the cluster did not become idle (states: ${states:-none})"
+      log "the cluster did not become ready (node states: ${states:-none})"
       tail -n 5 "$LOGS/slurmctld.log" "$LOGS/slurmd-node1.log" >&2 || true
       return 1
     fi
     sleep 0.2
+  done
+}
+
+# A reused cluster starts clean too: nodes a previous run drained are resumed.
+resume_drained() {
+  local node
+  for node in $(timeout 5 sinfo -h -N -t drain,drng -o %N 2>/dev/null | sort -u); do
+    scontrol update nodename="$node" state=resume || true
   done
 }
 
@@ -224,7 +235,8 @@ start() {
   for f in slurm.conf gres.conf cgroup.conf; do cmp -s "$work/$f" "$CONF/$f" || same=0; done
   if [ $same = 1 ] && all_running; then
     rm -rf "$work"
-    wait_idle
+    resume_drained
+    wait_ready
     return
   fi
   # Anything differs: start again from a clean state.
@@ -241,7 +253,7 @@ start() {
   [ "$DBD" = 1 ] && start_dbd
   spawn slurmctld /usr/sbin/slurmctld -D -c -i
   for i in $(seq "$NODES"); do spawn "slurmd-node$i" /usr/sbin/slurmd -D -N "node$i"; done
-  wait_idle
+  wait_ready
 }
 
 stop() {

@@ -110,6 +110,11 @@ class SlurmOrchestrator(Orchestrator):
                 self.commands.controllers = self._controllers
         return config
 
+    def _know_controller(self) -> None:
+        """Learn the controller's address once, so that later outages fail fast."""
+        if not self._config:
+            self.slurm_config()
+
     def accounting_enabled(self) -> bool:
         if self.accounting != "auto":
             return self.accounting == "on"
@@ -150,7 +155,7 @@ class SlurmOrchestrator(Orchestrator):
     # -- nodes -----------------------------------------------------------------------------------
 
     def list_nodes(self) -> list[Node]:
-        self.slurm_config()  # 503 at once when the controller is away
+        self._know_controller()
         if self.use_json and self._json_ok is not False:
             done = self.commands.run("sinfo", ["--json"], ok_codes=(0, 1, 2))
             document = _json_or_none(done.stdout) if done.returncode == 0 else None
@@ -181,6 +186,7 @@ class SlurmOrchestrator(Orchestrator):
         return RenderedJob(format="sbatch", language="shell", text=text, warnings=warnings)
 
     def submit(self, launch: Launch) -> JobUpdate:
+        self._know_controller()
         rendered = self.render(launch)
         local_dir = Path(launch.job_dir_local)
         local_dir.mkdir(parents=True, exist_ok=True)
@@ -233,6 +239,7 @@ class SlurmOrchestrator(Orchestrator):
         ours = {job.backend_id: job for job in jobs if job.backend_id}
         if not ours:
             return {}
+        self._know_controller()
         ids = sorted(ours, key=lambda value: int(value) if value.isdigit() else 0)
         done = self.commands.run(
             "squeue",

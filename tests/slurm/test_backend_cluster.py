@@ -1,0 +1,224 @@
+"""SlurmOrchestrator against the real test cluster (slurmctld + 4 slurmd with fake GPUs)."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from jupyter_hyperpod.backends.base import StoredJob
+from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+from jupyter_hyperpod.core.errors import BackendUnavailable, InvalidRequest
+from jupyter_hyperpod.core.models import JobSpec, JobState
+from jupyter_hyperpod.core.settings import HyperPodSettings
+
+from .conftest import scontrol, submit, wait_state
+
+pytestmark = pytest.mark.slurm
+
+RANKS = textwrap.dedent(
+    """
+    import os, sys, time
+    rank = int(os.environ["RANK"])
+    print(f"rank={rank} world_size={os.environ['WORLD_SIZE']} node={os.environ['SLURMD_NODENAME']}"
+          f" gpus={os.environ.get('CUDA_VISIBLE_DEVICES')}", flush=True)
+    time.sleep(float(sys.argv[1]))
+    if os.environ.get("FAIL_RANK") == str(rank):
+        print("failing on purpose", file=sys.stderr, flush=True)
+        sys.exit(3)
+    """
+)
+
+
+@pytest.fixture
+def ranks_script(project: Path) -> Path:
+    path = project / "ranks.py"
+    path.write_text(RANKS)
+    return path
+
+
+def spec(name: str, *args: str, **fields: object) -> JobSpec:
+    return JobSpec(
+        name=name, command=["ranks.py", *args], workdir="project", launcher="plain", **fields
+    )
+
+
+def test_cluster_facts(backend: SlurmOrchestrator) -> None:
+    assert backend.cluster_name() == "hyperpod-test"
+    details = backend.details()
+    assert details["slurm_version"].startswith("22.") or details["slurm_version"] >= "23"
+    assert details["accounting"] is False and details["hyperpod"] is False
+    assert details["controllers"] == ["localhost:6817"]
+    caps = backend.capabilities()
+    assert caps.render_format == "sbatch" and caps.multi_node and caps.gpus
+
+
+def test_nodes_show_gpus_allocated_by_a_job(
+    backend: SlurmOrchestrator, settings: HyperPodSettings, ranks_script: Path
+) -> None:
+    tracked = submit(backend, settings, spec("gpus", "30", gpus_per_node=3))
+    wait_state(backend, tracked, {JobState.RUNNING})
+    for use_json in (True, False):
+        backend.use_json = use_json
+        listed = {node.name: node for node in backend.list_nodes()}
+        assert sorted(listed) == ["node1", "node2", "node3", "node4"]
+        busy = [node for node in listed.values() if node.gpus.allocated]
+        assert len(busy) == 1, listed
+        node = busy[0]
+        assert (node.state, node.health, node.gpus.allocated, node.gpus.total) == (
+            "mixed",
+            "healthy",
+            3,
+            4,
+        )
+        assert (node.cpus, node.memory_mb, node.partitions, node.gpus.type) == (
+            4,
+            4000,
+            ["debug"],
+            "fake",
+        )
+        idle = [n for n in listed.values() if n is not node]
+        assert {(n.state, n.gpus.allocated) for n in idle} == {("idle", 0)}
+    log = backend.log_reader(tracked.job, 0)
+    deadline = time.monotonic() + 20
+    while b"gpus=" not in log.read(0, 4096) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "gpus=0,1,2" in log.read(0, 4096).decode()
+    log.close()
+
+
+def test_drained_node_shows_drained_with_its_reason(backend: SlurmOrchestrator) -> None:
+    scontrol("update", "nodename=node3", "state=drain", "reason=GPU 2 fails deep health check")
+    try:
+        for use_json in (True, False):
+            backend.use_json = use_json
+            node = next(n for n in backend.list_nodes() if n.name == "node3")
+            assert (node.state, node.health) == ("drained", "unhealthy")
+            assert node.health_detail == "GPU 2 fails deep health check"
+    finally:
+        scontrol("update", "nodename=node3", "state=resume")
+    # Slurm pings a resumed node before it counts again (not responding for a moment).
+    deadline = time.monotonic() + 30
+    while True:
+        node = next(n for n in backend.list_nodes() if n.name == "node3")
+        if node.state != "down" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert (node.state, node.health, node.health_detail) == ("idle", "healthy", None)
+
+
+def test_failed_rank_fails_the_job_with_its_exit_code_and_logs(
+    backend: SlurmOrchestrator, settings: HyperPodSettings, ranks_script: Path
+) -> None:
+    tracked = submit(
+        backend, settings, spec("fails", "0.5", procs_per_node=2, env={"FAIL_RANK": "1"})
+    )
+    wait_state(backend, tracked, {JobState.FAILED, JobState.SUCCEEDED})
+    assert tracked.job.state == JobState.FAILED
+    assert tracked.exit_code == 3
+    assert tracked.ended is not None and tracked.job.started is not None
+    assert "FAILED" in (tracked.reason or "")
+    rank1 = backend.log_reader(tracked.job, 1).read(0, 10_000).decode()
+    assert "rank=1 world_size=2" in rank1 and "failing on purpose" in rank1
+    rank0 = backend.log_reader(tracked.job, 0).read(0, 10_000).decode()
+    assert "rank=0 world_size=2" in rank0 and "finished with exit code 3" in rank0
+    assert [(r.rank, r.node) for r in tracked.ranks or []] == [(0, "node1"), (1, "node1")]
+    with pytest.raises(InvalidRequest):
+        backend.log_reader(tracked.job, 2)
+
+
+def test_status_polling_is_one_query_for_all_jobs(
+    backend: SlurmOrchestrator, settings: HyperPodSettings, ranks_script: Path
+) -> None:
+    backend.slurm_config()
+    tracked = [submit(backend, settings, spec(f"batch-{i}", "1.5")) for i in range(3)]
+    wait_state(backend, tracked, {JobState.RUNNING, JobState.SUCCEEDED})
+    backend.commands.history.clear()
+    updates = backend.refresh([t.job for t in tracked if t.job.state == JobState.RUNNING])
+    assert [call[0] for call in backend.commands.history] in (["squeue"], ["squeue", "scontrol"])
+    for t in tracked:
+        t.apply(updates.get(t.job.id))
+    time.sleep(2.5)  # all three have ended: one squeue, then one scontrol for their exit codes
+    backend.commands.history.clear()
+    updates = backend.refresh([t.job for t in tracked])
+    assert [call[0] for call in backend.commands.history] == ["squeue", "scontrol"]
+    assert {u.state for u in updates.values()} == {JobState.SUCCEEDED}
+    assert {u.exit_code for u in updates.values()} == {0}
+
+
+def test_cancel_a_running_job(
+    backend: SlurmOrchestrator, settings: HyperPodSettings, ranks_script: Path
+) -> None:
+    tracked = submit(backend, settings, spec("cancel-me", "301.5", nodes=2))
+    wait_state(backend, tracked, {JobState.RUNNING})
+
+    def sleepers() -> list[psutil.Process]:
+        return [
+            p
+            for p in psutil.process_iter(["name", "cmdline"])
+            if p.info["name"].startswith("python") and "301.5" in (p.info["cmdline"] or [])
+        ]
+
+    deadline = time.monotonic() + 20
+    while len(sleepers()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(sleepers()) == 2
+    update = backend.cancel(tracked.job)
+    assert update.state == JobState.CANCELLED
+    tracked.apply(update)
+    deadline = time.monotonic() + 20
+    while sleepers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sleepers() == []
+    squeue = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-j", tracked.job.backend_id or "", "-o", "%T"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert squeue[0] in ("CANCELLED", "COMPLETING")
+
+
+def test_controller_restart_during_a_job(
+    backend: SlurmOrchestrator, settings: HyperPodSettings, ranks_script: Path, controller_outage
+) -> None:  # type: ignore[no-untyped-def]
+    tracked = submit(backend, settings, spec("survives", "6", nodes=2))
+    wait_state(backend, tracked, {JobState.RUNNING})
+    controller_outage.stop()
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match="slurmctld"):
+        backend.refresh([tracked.job])
+    with pytest.raises(BackendUnavailable, match="slurmctld"):
+        backend.list_nodes()
+    assert time.monotonic() - started < 5  # the probe answers at once, not after Slurm's retries
+    assert tracked.job.state == JobState.RUNNING
+    time.sleep(7)  # the job ends while the controller is away
+    controller_outage.start()
+    wait_state(backend, tracked, {JobState.SUCCEEDED, JobState.FAILED}, timeout=90)
+    assert (tracked.job.state, tracked.exit_code) == (JobState.SUCCEEDED, 0)
+    assert "rank=1 world_size=2" in backend.log_reader(tracked.job, 1).read(0, 4096).decode()
+
+
+def test_a_job_slurm_forgot_ends_from_its_exit_code_file(
+    backend: SlurmOrchestrator, tmp_path: Path
+) -> None:
+    job_dir = tmp_path / "forgotten"
+    job_dir.mkdir()
+    job = StoredJob(
+        id="old",
+        spec=JobSpec(name="old", command=["x"]),
+        state=JobState.RUNNING,
+        backend_id="987654",  # never existed: squeue and scontrol both say "invalid job id"
+        created=time.time() - 3600,
+        started=time.time() - 3500,
+        data={"job_dir": str(job_dir), "job_dir_local": str(job_dir), "slurm_state": "RUNNING"},
+    )
+    update = backend.refresh([job])["old"]
+    assert update.state == JobState.FAILED and "no longer knows" in (update.state_reason or "")
+    (job_dir / "exit-code").write_text("0\n")
+    update = backend.refresh([job])["old"]
+    assert (update.state, update.exit_code) == (JobState.SUCCEEDED, 0)
