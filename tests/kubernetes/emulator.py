@@ -237,7 +237,7 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             return self._status(
                 403,
                 "Forbidden",
-                f'{request.resource.plural} is forbidden: User "tester" cannot {str(request.action or "get").lower()} '
+                f'{request.resource.plural} is forbidden: User "tester" cannot {(request.action.value if request.action else "get").lower()} '
                 f'resource "{request.resource.plural}" in API group "{request.resource.group}"',
             )
         return None
@@ -394,6 +394,23 @@ class EmulatorThread:
             )
 
         self.run(store())
+
+    def put_many(self, resource: str, objects: list[dict[str, Any]]) -> None:
+        for obj in objects:
+            meta = obj.setdefault("metadata", {})
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("resourceVersion", "1")
+            meta.setdefault("creationTimestamp", now_iso())
+            normalize_quantities(obj)
+
+        async def store() -> None:
+            assert self.emulator is not None
+            key = kmock.resource(resource)
+            for obj in objects:
+                meta = obj["metadata"]
+                self.emulator.objects[key, meta.get("namespace"), meta["name"]] = obj
+
+        self.run(store(), timeout=120)
 
     def write_kubeconfig(
         self, path: Path, *, token: str = "test-token", context: str = "emulated"

@@ -34,6 +34,7 @@ CONTAINER = "pytorch"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+_DOLLAR = re.compile(r"\$(?=[$(])")
 MAX_OBJECT_NAME = 59  # leaves room for "-worker-NNN" within a 63-character pod hostname
 
 
@@ -53,8 +54,9 @@ class ManifestOptions:
 
 
 def k8s_escape(text: str) -> str:
-    """Kubernetes expands `$(VAR)` in command, args and env values: keep user text literal."""
-    return text.replace("$(", "$$(")
+    """Kubernetes expands `$(VAR)` in command, args and env values and turns `$$` into `$`: double
+    each `$` that precedes `$` or `(`, so that user text arrives literally."""
+    return _DOLLAR.sub("$$", text)
 
 
 def label_value(text: str) -> str:
