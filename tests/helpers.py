@@ -25,7 +25,7 @@ class Api:
         self._fetch = fetch
         self._ws_fetch = ws_fetch
 
-    async def call(self, method: str, path: str, body: Any = None, **params: Any) -> Reply:
+    async def call(self, method: str, route: str, body: Any = None, **params: Any) -> Reply:
         kwargs: dict[str, Any] = {"method": method, "raise_error": False}
         if body is not None:
             kwargs["body"] = body if isinstance(body, (str, bytes)) else json.dumps(body)
@@ -34,20 +34,20 @@ class Api:
         if params:
             kwargs["params"] = {k: str(v) for k, v in params.items()}
         try:
-            response = await self._fetch("hyperpod", "api", *path.strip("/").split("/"), **kwargs)
+            response = await self._fetch("hyperpod", "api", *route.strip("/").split("/"), **kwargs)
         except HTTPClientError as error:  # raised for some statuses despite raise_error=False
             response = error.response
         text = response.body.decode() if response.body else ""
         return Reply(response.code, json.loads(text) if text else None, response.headers)
 
-    async def get(self, path: str, **params: Any) -> Reply:
-        return await self.call("GET", path, **params)
+    async def get(self, route: str, **params: Any) -> Reply:
+        return await self.call("GET", route, **params)
 
-    async def post(self, path: str, body: Any) -> Reply:
-        return await self.call("POST", path, body)
+    async def post(self, route: str, body: Any) -> Reply:
+        return await self.call("POST", route, body)
 
-    async def delete(self, path: str) -> Reply:
-        return await self.call("DELETE", path)
+    async def delete(self, route: str) -> Reply:
+        return await self.call("DELETE", route)
 
     async def submit(self, spec: dict[str, Any]) -> dict[str, Any]:
         reply = await self.post("jobs", spec)

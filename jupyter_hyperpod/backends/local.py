@@ -125,19 +125,19 @@ class LocalOrchestrator(Orchestrator):
 
     def render(self, launch: Launch) -> RenderedJob:
         warnings = self._check(launch)
-        spec = launch.spec
-        world = spec.world_size
+        world = launch.spec.world_size
         lines = [
-            f"# local cluster ({socket.gethostname()}): {world} process(es), one log per rank in {launch.job_dir}",
+            f"# local cluster {socket.gethostname()}: {world} rank(s), one process group, logs in",
+            f"# {launch.job_dir}/rank-<N>.log; the ranks share MASTER_ADDR=127.0.0.1 and a free MASTER_PORT",
             f"cd {shell_join([launch.workdir])}",
+            *(f"export {key}={shell_join([value])}" for key, value in sorted(launch.env.items())),
+            f"export WORLD_SIZE={world} LOCAL_WORLD_SIZE={world} MASTER_ADDR=127.0.0.1 MASTER_PORT=<free port>",
         ]
-        env = " ".join(f"{k}={shell_join([v])}" for k, v in sorted(launch.env.items()))
+        program = shell_join(self._argv(launch))
         for rank in range(world):
-            variables = (
-                f"RANK={rank} LOCAL_RANK={rank} WORLD_SIZE={world} MASTER_ADDR=127.0.0.1 MASTER_PORT=<free port>"
-            )
             log = shell_join([f"{launch.job_dir}/rank-{rank}.log"])
-            lines.append(f"{env} {variables} {shell_join(self._argv(launch))} > {log} 2>&1 &")
+            lines.append(f"RANK={rank} LOCAL_RANK={rank} {program} > {log} 2>&1 &")
+        lines.append("wait  # the job fails as soon as one rank fails; the other ranks are stopped")
         return RenderedJob(format="command", language="shell", text="\n".join(lines) + "\n", warnings=warnings)
 
     def submit(self, launch: Launch) -> JobUpdate:

@@ -183,7 +183,10 @@ class HyperPodService:
             raise validation_error(error) from None
 
     def _launch(self, spec: JobSpec, job_id: str) -> Launch:
-        workdir = self.partition.directory(spec.workdir, field="workdir")
+        try:
+            workdir = self.partition.directory(spec.workdir, field="workdir")
+        except NotFound as error:
+            raise InvalidRequest(error.message, field="workdir") from None
         job_dir = self.partition.root / JOBS_DIR / job_id
         env = {key: self._translate_text(value) for key, value in spec.env.items()}
         env.setdefault("MLFLOW_TRACKING_URI", self.mlflow_uri_for_jobs)
