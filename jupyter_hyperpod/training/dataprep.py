@@ -1,0 +1,240 @@
+"""Data preparation: a source dataset -> prompt/completion records, split into train and test.
+
+The seed's dataset has `Question`, `Complex_CoT` and `Response`; any JSON/JSONL/Parquet file (or a
+Hugging Face dataset) works with a `column_mapping`. Records keep the prompt and the completion
+apart so that training puts the loss on the completion (the answer) only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, TrainingConfig
+
+log = logging.getLogger(__name__)
+
+BOS = "<｜begin▁of▁sentence｜>"
+EOS = "<｜end▁of▁sentence｜>"
+USER = "<｜User｜>"
+ASSISTANT = "<｜Assistant｜>"
+DATA_FILE = "data.jsonl"
+SOURCE_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+def deepseek_r1_prompt(system: str, question: str) -> str:
+    return f"{BOS}{system}{USER}{question}{ASSISTANT}"
+
+
+def deepseek_r1_completion(reasoning: str | None, response: str) -> str:
+    if reasoning:
+        return f"<think>\n{reasoning}\n</think>\n{response}{EOS}"
+    return f"{response}{EOS}"
+
+
+def chat_template_pair(tokenizer: Any, system: str, question: str, reasoning: str | None,
+                       response: str) -> tuple[str, str]:
+    """Split the tokenizer's own chat rendering into prompt (up to the generation prompt) and answer."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError("prompt_format is chat-template but the tokenizer has no chat template")
+    messages = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": question})
+    prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    answer = f"<think>\n{reasoning}\n</think>\n{response}" if reasoning else response
+    full = tokenizer.apply_chat_template(
+        [*messages, {"role": "assistant", "content": answer}], tokenize=False
+    )
+    if not full.startswith(prompt):
+        raise ConfigError("the chat template renders the answer turn differently from the prompt "
+                          "turn: use prompt_format: deepseek-r1")
+    completion = full[len(prompt):]
+    eos = getattr(tokenizer, "eos_token", None)
+    if eos and eos not in completion:
+        completion += eos
+    return prompt, completion
+
+
+def iter_source_records(source: str, config: TrainingConfig) -> Iterator[dict[str, Any]]:
+    """Rows of a local JSON/JSONL/Parquet file or directory, or of a Hugging Face dataset."""
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix in SOURCE_SUFFIXES)
+        if not files:
+            arrow = list(path.rglob("*.arrow"))
+            if arrow:
+                yield from _iter_saved_dataset(path)
+                return
+            raise ConfigError(f"dataset: no .jsonl, .json or .parquet file in {path}")
+        for file in files:
+            yield from _iter_file(file)
+    elif path.is_file():
+        yield from _iter_file(path)
+    elif path.is_absolute() or source.startswith("."):
+        raise ConfigError(f"dataset: {source} does not exist")
+    else:
+        yield from _iter_hub_dataset(source, config)
+
+
+def _iter_file(file: Path) -> Iterator[dict[str, Any]]:
+    if file.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=1024):
+            yield from batch.to_pylist()
+    elif file.suffix == ".jsonl":
+        with file.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError as error:
+                        raise ConfigError(f"{file}:{number}: not JSON ({error.msg})") from None
+    else:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            # {"data": [...]} or a column-oriented {"col": [...], ...}
+            lists = [value for value in data.values() if isinstance(value, list)]
+            if "data" in data and isinstance(data["data"], list):
+                data = data["data"]
+            elif lists and all(len(v) == len(lists[0]) for v in lists) and len(lists) == len(data):
+                keys = list(data)
+                data = [dict(zip(keys, row, strict=True)) for row in zip(*data.values(), strict=True)]
+        if not isinstance(data, list):
+            raise ConfigError(f"{file}: expected a list of records")
+        yield from data
+
+
+def _iter_saved_dataset(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        from datasets import load_from_disk
+    except ImportError:
+        raise ConfigError(f"{path} holds a saved Hugging Face dataset: pip install datasets") from None
+    dataset = load_from_disk(str(path))
+    if hasattr(dataset, "keys"):
+        dataset = dataset[next(iter(dataset.keys()))]
+    yield from dataset
+
+
+def _iter_hub_dataset(name: str, config: TrainingConfig) -> Iterator[dict[str, Any]]:
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise ConfigError(f"dataset '{name}' is not a local file; to read it from the Hugging Face "
+                          "hub, pip install datasets") from None
+    try:
+        dataset = load_dataset(name, config.dataset_config, split=config.dataset_split)
+    except Exception as error:  # the hub's errors are many; name the cause for the user
+        raise ConfigError(f"cannot load dataset '{name}' from the Hugging Face hub: {error}. Offline, "
+                          "download it elsewhere and point `dataset` at the file.") from None
+    yield from dataset
+
+
+def to_record(row: dict[str, Any], config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
+    mapping = config.column_mapping
+
+    def column(name: str) -> str | None:
+        source = mapping.get(name)
+        if not source:
+            return None
+        if source not in row:
+            raise ConfigError(f"column_mapping.{name}: column '{source}' not in the data "
+                              f"(columns: {', '.join(map(str, row))})")
+        value = row[source]
+        return None if value is None else str(value).strip()
+
+    question = column("question")
+    response = column("response")
+    reasoning = column("reasoning") if mapping.get("reasoning") in row else None
+    system = column("system") if mapping.get("system") else config.system_prompt
+    if not question or response is None:
+        raise ValueError("empty question or response")
+    if config.prompt_format == "chat-template":
+        prompt, completion = chat_template_pair(tokenizer, system or "", question, reasoning, response)
+    else:
+        prompt = deepseek_r1_prompt(system or "", question)
+        completion = deepseek_r1_completion(reasoning, response)
+    return {"prompt": prompt, "completion": completion, "question": question,
+            "reasoning": reasoning, "response": response}
+
+
+def split_records(records: list[dict[str, Any]], test_size: float, seed: int
+                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    order = list(range(len(records)))
+    random.Random(seed).shuffle(order)
+    n_test = max(1, round(len(records) * test_size)) if len(records) > 1 else 0
+    test = [records[i] for i in order[:n_test]]
+    train = [records[i] for i in order[n_test:]]
+    return train, test
+
+
+def write_split(directory: str | Path, records: Iterable[dict[str, Any]]) -> Path:
+    """Atomically write `<directory>/data.jsonl` (readers never see half a file)."""
+    target = Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    file = target / DATA_FILE
+    tmp = file.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    tmp.replace(file)
+    return file
+
+
+def read_split(directory: str | Path) -> list[dict[str, Any]]:
+    """Prepared records: our data.jsonl, any JSONL/JSON/Parquet, or a seed-style saved dataset
+    (a `text` column with the whole conversation: split at the assistant marker)."""
+    path = Path(directory)
+    if not path.exists():
+        raise ConfigError(f"prepared data not found: {path} (run the dataprep step first)")
+    rows: list[dict[str, Any]] = []
+    for row in iter_source_records(str(path), TrainingConfig()):
+        if "prompt" in row and "completion" in row:
+            rows.append(row)
+        elif "text" in row:
+            text = str(row["text"])
+            cut = text.find(ASSISTANT)
+            cut = cut + len(ASSISTANT) if cut >= 0 else 0
+            rows.append({"prompt": text[:cut], "completion": text[cut:]})
+        else:
+            raise ConfigError(f"{path}: records need prompt/completion or text fields")
+    return rows
+
+
+def prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
+    """Run data preparation from `config.dataset`; returns counts for logs and MLflow."""
+    if not config.dataset:
+        raise ConfigError("dataset is not set: the source file or Hugging Face dataset to prepare")
+    if config.prompt_format == "chat-template" and tokenizer is None:
+        from .model import load_tokenizer
+
+        tokenizer = load_tokenizer(config.model_id)
+    records: list[dict[str, Any]] = []
+    skipped = 0
+    for row in iter_source_records(config.dataset, config):
+        try:
+            records.append(to_record(row, config, tokenizer))
+        except ValueError as error:
+            if isinstance(error, ConfigError):
+                raise
+            skipped += 1
+        if config.max_samples and len(records) >= config.max_samples:
+            break
+    if len(records) < 2:
+        raise ConfigError(f"dataset: {len(records)} usable record(s), need at least 2")
+    train, test = split_records(records, config.test_size, config.data_seed)
+    write_split(config.train_dataset_path, train)
+    write_split(config.test_dataset_path, test)
+    summary = {"records": len(records), "train": len(train), "test": len(test), "skipped": skipped}
+    log.info("prepared %(records)d records (%(skipped)d skipped): %(train)d train, %(test)d test",
+             summary)
+    return summary
+
+
+def is_prepared(config: TrainingConfig) -> bool:
+    return (Path(config.train_dataset_path) / DATA_FILE).is_file() or (
+        Path(config.train_dataset_path).is_dir() and any(Path(config.train_dataset_path).iterdir())
+    )

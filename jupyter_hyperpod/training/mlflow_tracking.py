@@ -1,0 +1,161 @@
+"""MLflow tracking for a job: one run per job (found again by its job id tag on auto-resume).
+
+The tracking URI is the config's `mlflow_uri` (the seed's key: a server URL or a SageMaker MLflow
+ARN), else $MLFLOW_TRACKING_URI (set on every job when the server has one), else a sqlite file in
+the output directory. Only rank 0 talks to MLflow.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from . import EVAL_JOB_ID_TAG, JOB_ID_TAG
+from .config import TrainingConfig
+
+log = logging.getLogger("jupyter_hyperpod.training")
+
+RUN_FILE = "mlflow_run.json"
+
+
+def resolve_tracking_uri(config: TrainingConfig) -> str:
+    if config.mlflow_uri:
+        return config.mlflow_uri
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    return f"sqlite:///{Path(config.output_dir).resolve() / 'mlflow.db'}"
+
+
+def _prepare_uri(uri: str) -> None:
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def find_run_by_tag(client: Any, tag: str, value: str) -> Any | None:
+    """The newest run tagged `tag=value` in any experiment (None when there is none)."""
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    if not experiments:
+        return None
+    runs = client.search_runs(experiments, filter_string=f"tags.`{tag}` = '{value}'",
+                              order_by=["attributes.start_time DESC"], max_results=1)
+    return runs[0] if runs else None
+
+
+class Tracker:
+    """Wraps the mlflow module; inactive (every call a no-op) on ranks other than 0."""
+
+    def __init__(self, active: bool) -> None:
+        self.active = active
+        self.run_id: str | None = None
+        self.experiment_id: str | None = None
+        self.uri: str | None = None
+        self._mlflow: Any = None
+
+    @classmethod
+    def for_training(cls, config: TrainingConfig, *, active: bool, resuming: bool) -> Tracker:
+        tracker = cls(active)
+        if not active:
+            return tracker
+        try:
+            import mlflow
+        except ImportError:
+            log.warning("mlflow is not installed: no experiment tracking")
+            tracker.active = False
+            return tracker
+        tracker._mlflow = mlflow
+        tracker.uri = resolve_tracking_uri(config)
+        _prepare_uri(tracker.uri)
+        mlflow.set_tracking_uri(tracker.uri)
+        client = mlflow.MlflowClient(tracker.uri)
+        job_id = os.environ.get("HYPERPOD_JOB_ID")
+        existing = None
+        run_file = Path(config.output_dir) / RUN_FILE
+        if job_id:
+            existing = find_run_by_tag(client, JOB_ID_TAG, job_id)
+        elif resuming and run_file.is_file():
+            saved = json.loads(run_file.read_text())
+            if saved.get("tracking_uri") == tracker.uri:
+                existing = client.get_run(saved["run_id"])
+        if existing is not None:
+            log.info("MLflow: continuing run %s (%s)", existing.info.run_id, tracker.uri)
+            run = mlflow.start_run(run_id=existing.info.run_id,
+                                   log_system_metrics=config.log_system_metrics)
+        else:
+            experiment = mlflow.set_experiment(config.mlflow_experiment_name)
+            tags = {JOB_ID_TAG: job_id} if job_id else {}
+            if os.environ.get("HYPERPOD_JOB_NAME"):
+                tags["hyperpod.job_name"] = os.environ["HYPERPOD_JOB_NAME"]
+            run = mlflow.start_run(experiment_id=experiment.experiment_id, tags=tags,
+                                   run_name=os.environ.get("HYPERPOD_JOB_NAME") or None,
+                                   log_system_metrics=config.log_system_metrics)
+            log.info("MLflow: run %s in experiment '%s' (%s)", run.info.run_id,
+                     config.mlflow_experiment_name, tracker.uri)
+        tracker.run_id = run.info.run_id
+        tracker.experiment_id = run.info.experiment_id
+        run_file.parent.mkdir(parents=True, exist_ok=True)
+        run_file.write_text(json.dumps({"run_id": tracker.run_id, "tracking_uri": tracker.uri,
+                                        "experiment_id": tracker.experiment_id}))
+        return tracker
+
+    @classmethod
+    def for_evaluation(cls, config: TrainingConfig) -> Tracker:
+        """Log into the training run whose adapter is evaluated (its run file in output_dir)."""
+        tracker = cls(True)
+        run_file = Path(config.output_dir) / RUN_FILE
+        try:
+            import mlflow
+        except ImportError:
+            tracker.active = False
+            return tracker
+        if not run_file.is_file():
+            log.warning("no %s in %s: evaluation metrics are not logged to MLflow", RUN_FILE,
+                        config.output_dir)
+            tracker.active = False
+            return tracker
+        saved = json.loads(run_file.read_text())
+        tracker._mlflow = mlflow
+        tracker.uri = saved["tracking_uri"]
+        mlflow.set_tracking_uri(tracker.uri)
+        run = mlflow.start_run(run_id=saved["run_id"])
+        tracker.run_id = run.info.run_id
+        tracker.experiment_id = run.info.experiment_id
+        if os.environ.get("HYPERPOD_JOB_ID"):
+            mlflow.set_tag(EVAL_JOB_ID_TAG, os.environ["HYPERPOD_JOB_ID"])
+        return tracker
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        if not self.active:
+            return
+        client = self._mlflow.MlflowClient(self.uri)
+        logged = client.get_run(self.run_id).data.params
+        fresh = {k: str(v)[:500] for k, v in params.items() if k not in logged}
+        changed = [k for k, v in params.items() if k in logged and logged[k] != str(v)[:500]]
+        if changed:
+            log.warning("MLflow params differ from the first attempt (kept the first): %s", changed)
+        if fresh:
+            self._mlflow.log_params(fresh)
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        if self.active:
+            self._mlflow.log_metrics(metrics, step=step, synchronous=False)
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        if self.active:
+            self._mlflow.set_tags(tags)
+
+    def log_artifact(self, path: Path) -> None:
+        if not self.active:
+            return
+        try:
+            self._mlflow.log_artifact(str(path))
+        except Exception as error:  # artifact stores (S3...) may be unreachable from the node
+            log.warning("MLflow: could not upload %s: %s", path, error)
+
+    def end(self, status: str = "FINISHED") -> None:
+        if not self.active:
+            return
+        self._mlflow.flush_async_logging()
+        self._mlflow.end_run(status=status)

@@ -1,0 +1,197 @@
+"""Loading the base model (4-bit NF4 or full precision), LoRA adapters, and FSDP2 sharding."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, TrainingConfig
+from .runtime import Runtime
+
+log = logging.getLogger("jupyter_hyperpod.training")
+
+
+def load_tokenizer(model_id: str) -> Any:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_id)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def compute_dtype(config: TrainingConfig, device: Any) -> Any:
+    import torch
+
+    if device.type == "cuda" and config.bf16 and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def bitsandbytes_works(device: Any) -> str | None:
+    """None when 4-bit NF4 runs on `device`, else why not (checked by quantizing a tensor)."""
+    try:
+        import bitsandbytes.functional as bnbf
+        import torch
+
+        sample = torch.randn(64, 64, device=device)
+        packed, state = bnbf.quantize_4bit(sample, quant_type="nf4")
+        restored = bnbf.dequantize_4bit(packed, state)
+        if not torch.isfinite(restored).all():
+            return "4-bit round trip gave non-finite values"
+    except Exception as error:  # ImportError, missing native library, unsupported device
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+def resolve_quantization(config: TrainingConfig, device: Any) -> str:
+    if config.quantization == "none":
+        return "none"
+    problem = bitsandbytes_works(device)
+    if problem is None:
+        return "nf4"
+    if config.quantization == "nf4":
+        raise ConfigError(f"quantization: nf4 needs bitsandbytes on {device.type}: {problem}")
+    log.warning("bitsandbytes 4-bit cannot run here (%s): training plain LoRA", problem)
+    return "none"
+
+
+def load_base_model(model_id: str, *, quantization: str, dtype: Any, device: Any,
+                    for_fsdp: bool = False) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if quantization == "nf4":
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=dtype,
+            # FSDP flattens and shards storage: store the packed weights in the compute dtype.
+            bnb_4bit_quant_storage=dtype,
+        )
+        kwargs["device_map"] = {"": device}
+    elif device.type == "cuda" and not for_fsdp:
+        kwargs["device_map"] = {"": device}
+    if not Path(model_id).exists():
+        log.info("model_id %s is not a local directory: loading from the Hugging Face cache/hub",
+                 model_id)
+    model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+    if quantization == "nf4":
+        import bitsandbytes as bnb
+
+        for module in model.modules():
+            if isinstance(module, bnb.nn.Linear4bit):
+                # The AVX512-BF16 CPU path repacks weights in eval mode and breaks later training.
+                module.support_avx512bf16_for_cpu = False
+    elif device.type == "cpu":
+        model.to(torch.float32)
+    return model
+
+
+def add_lora(model: Any, config: TrainingConfig) -> Any:
+    from peft import LoraConfig, get_peft_model
+
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=config.lora_target_modules,
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    model = get_peft_model(model, lora)
+    if config.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.config.use_cache = False
+    return model
+
+
+def decoder_layers(model: Any) -> list[Any]:
+    """The transformer blocks (FSDP's auto_wrap units), found by the model's own no-split classes."""
+    names = set(getattr(model, "_no_split_modules", None) or [])
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    names |= set(getattr(inner, "_no_split_modules", None) or [])
+    layers = [m for m in model.modules() if type(m).__name__ in names]
+    if not layers:
+        raise ConfigError("cannot find the model's transformer blocks to wrap with FSDP")
+    return layers
+
+
+def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any) -> dict[str, Any]:
+    """Shard with FSDP2 (`fully_shard`) following the seed's `fsdp`/`fsdp_config` options.
+
+    full_shard: reshard after forward; shard_grad_op: keep parameters gathered until backward;
+    auto_wrap: one unit per transformer block; offload (or fsdp_config.offload_params): sharded
+    parameters, gradients and optimizer state live in CPU memory (GPU only, meaningless on CPU).
+    """
+    import torch
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+    options = config.fsdp_options
+    fsdp_config = config.fsdp_config or {}
+    reshard = "shard_grad_op" not in options
+    kwargs: dict[str, Any] = {"reshard_after_forward": reshard}
+    offload = "offload" in options or bool(fsdp_config.get("offload_params"))
+    if offload and runtime.device.type == "cuda":
+        kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=True)
+    elif offload:
+        log.info("fsdp offload: parameters already live in CPU memory (no GPU)")
+    if dtype != torch.float32:
+        kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
+    wrapped = 0
+    layers: list[Any] = []
+    if "auto_wrap" in options or not options - {"offload"}:
+        layers = decoder_layers(model)
+        for layer in layers:
+            fully_shard(layer, **kwargs)
+            wrapped += 1
+    fully_shard(model, **kwargs)
+    if fsdp_config.get("forward_prefetch") and len(layers) > 1:
+        for current, following in zip(layers, layers[1:], strict=False):
+            current.set_modules_to_forward_prefetch([following])
+    return {"fsdp_units": wrapped + 1, "reshard_after_forward": reshard,
+            "cpu_offload": "offload_policy" in kwargs}
+
+
+def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[str, Any]]:
+    """Base model + LoRA, sharded when distributed. Returns (model, facts for logs and MLflow)."""
+    dtype = compute_dtype(config, runtime.device)
+    quantization = resolve_quantization(config, runtime.device)
+    use_fsdp = runtime.distributed and "no_shard" not in config.fsdp_options
+    if config.tf32 and runtime.device.type == "cuda":
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    model = load_base_model(config.model_id, quantization=quantization, dtype=dtype,
+                            device=runtime.device, for_fsdp=use_fsdp)
+    model = add_lora(model, config)
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    facts: dict[str, Any] = {"quantization": quantization, "compute_dtype": str(dtype).split(".")[-1],
+                             "trainable_params": trainable, "total_params": total,
+                             "parallelism": "single"}
+    if use_fsdp:
+        facts.update(apply_fsdp(model, config, runtime, dtype))
+        facts["parallelism"] = "fsdp"
+    elif runtime.distributed:
+        from torch.nn.parallel import DistributedDataParallel
+
+        model.to(runtime.device)
+        ids = [runtime.device.index] if runtime.device.type == "cuda" else None
+        model = DistributedDataParallel(model, device_ids=ids)
+        facts["parallelism"] = "ddp"
+    elif runtime.device.type == "cuda" and quantization == "none":
+        model.to(runtime.device)
+    return model, facts
+
+
+def unwrap(model: Any) -> Any:
+    return model.module if hasattr(model, "module") and not hasattr(model, "peft_config") else model
