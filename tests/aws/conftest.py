@@ -1,0 +1,144 @@
+"""moto's server on 127.0.0.1 for the real boto3, with moto's known gaps patched here (test code):
+`describe_cluster` keeps the Orchestrator given at creation, `list_cluster_nodes` pages by node id,
+FSx for Lustre gets a generated MountName, FSx data repository associations and SageMaker user
+profiles are answered from test data."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from moto.core.common_models import BaseModel  # noqa: F401 - moto must be importable
+from moto.fsx import models as fsx_models
+from moto.fsx.responses import FSxResponse
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+from moto.sagemaker import models as sagemaker_models
+from moto.sagemaker.responses import SageMakerResponse
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+
+# Test data for the APIs moto does not implement.
+ASSOCIATIONS: dict[str, list[dict[str, Any]]] = {}
+USER_PROFILES: dict[tuple[str, str], dict[str, Any]] = {}
+_ORCHESTRATORS: dict[str, dict[str, Any]] = {}
+
+
+def _patch_moto() -> None:
+    original_create = SageMakerResponse.create_cluster
+    original_describe = sagemaker_models.Cluster.describe
+
+    def create_cluster(self: SageMakerResponse) -> Any:
+        orchestrator = self._get_param("Orchestrator")
+        if orchestrator:
+            _ORCHESTRATORS[self._get_param("ClusterName")] = orchestrator
+        return original_create(self)
+
+    def describe(self: Any) -> dict[str, Any]:
+        result = original_describe(self)
+        if self.cluster_name in _ORCHESTRATORS:
+            result["Orchestrator"] = _ORCHESTRATORS[self.cluster_name]
+        return result
+
+    def describe_user_profile(self: SageMakerResponse) -> str:
+        key = (self._get_param("DomainId"), self._get_param("UserProfileName"))
+        if key not in USER_PROFILES:
+            from moto.sagemaker.exceptions import ValidationError  # noqa: PLC0415
+
+            raise ValidationError(message=f"User profile {key[1]} does not exist")
+        return json.dumps(USER_PROFILES[key])
+
+    def describe_data_repository_associations(self: FSxResponse) -> str:
+        filters = self._get_param("Filters") or []
+        wanted = {value for f in filters if f.get("Name") == "file-system-id" for value in f.get("Values", [])}
+        items = [a for fs, assoc in ASSOCIATIONS.items() if not wanted or fs in wanted for a in assoc]
+        return json.dumps({"Associations": items})
+
+    original_fs_init = fsx_models.FileSystem.__init__
+
+    def fs_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_fs_init(self, *args, **kwargs)
+        # Real FSx for Lustre generates the mount name (`mount -t lustre dns@tcp:/<MountName>`).
+        if self.file_system_type == "LUSTRE":
+            self.lustre_configuration = {**(self.lustre_configuration or {}), "MountName": uuid.uuid4().hex[:8]}
+
+    fsx_models.FileSystem.__init__ = fs_init  # type: ignore[method-assign]
+    SageMakerResponse.create_cluster = create_cluster  # type: ignore[method-assign]
+    sagemaker_models.Cluster.describe = describe  # type: ignore[method-assign]
+    SageMakerResponse.describe_user_profile = describe_user_profile  # type: ignore[attr-defined]
+    FSxResponse.describe_data_repository_associations = describe_data_repository_associations  # type: ignore[attr-defined]
+    # ClusterNode has no `arn`: moto's paginator then repeats its first token for ever.
+    sagemaker_models.PAGINATION_MODEL["list_cluster_nodes"]["unique_attribute"] = "instance_id"
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    _patch_moto()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Credentials and the endpoint for boto3 (AWS_ENDPOINT_URL), the state reset per test."""
+    for key in list(os.environ):
+        if key.startswith("AWS_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    import requests  # noqa: PLC0415
+
+    requests.post(f"{moto_server}/moto-api/reset", timeout=10)
+    ASSOCIATIONS.clear()
+    USER_PROFILES.clear()
+    _ORCHESTRATORS.clear()
+    yield moto_server
+
+
+def instance_group(name: str, count: int, instance_type: str = "ml.p5.48xlarge") -> dict[str, Any]:
+    return {
+        "InstanceCount": count,
+        "InstanceGroupName": name,
+        "InstanceType": instance_type,
+        "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/scripts/", "OnCreate": "on_create.sh"},
+        "ExecutionRole": f"arn:aws:iam::{ACCOUNT}:role/hyperpod",
+        "ThreadsPerCore": 1,
+    }
+
+
+def create_eks_hyperpod(name: str, eks_name: str, groups: list[dict[str, Any]]) -> dict[str, str]:
+    import boto3  # noqa: PLC0415
+
+    eks = boto3.client("eks")
+    cluster = eks.create_cluster(
+        name=eks_name,
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1"], "securityGroupIds": ["sg-1"]},
+    )["cluster"]
+    sagemaker = boto3.client("sagemaker")
+    arn = sagemaker.create_cluster(
+        ClusterName=name,
+        InstanceGroups=groups,
+        VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]},
+        Orchestrator={"Eks": {"ClusterArn": cluster["arn"]}},
+    )["ClusterArn"]
+    return {"arn": arn, "eks_arn": cluster["arn"]}
+
+
+def create_slurm_hyperpod(name: str, groups: list[dict[str, Any]]) -> str:
+    import boto3  # noqa: PLC0415
+
+    return boto3.client("sagemaker").create_cluster(
+        ClusterName=name, InstanceGroups=groups, VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]}
+    )["ClusterArn"]
