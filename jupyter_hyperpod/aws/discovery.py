@@ -112,7 +112,8 @@ def cluster_details(
                 if hyperpod_cluster:
                     found = hyperpod.describe_cluster(sagemaker, hyperpod_cluster, with_nodes=False)
                 else:
-                    found = hyperpod.find_by_eks_arn(sagemaker, context)
+                    match = hyperpod.find_by_eks_arn(sagemaker, context)
+                    found = hyperpod.describe_cluster(sagemaker, match["arn"], with_nodes=False) if match else None
                 if found:
                     details["hyperpod"] = {k: found.get(k) for k in (
                         "name", "arn", "status", "orchestrator", "eks_cluster_arn", "instance_groups") if k in found}
