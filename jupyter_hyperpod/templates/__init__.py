@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from ..core.errors import InvalidRequest
 from .base import Template, TemplateContext, check_params
+from .evaluate import TEMPLATE as EVALUATE
+from .qlora import TEMPLATE as QLORA
 from .script import TEMPLATE as SCRIPT
 
-BUILTIN_TEMPLATES: tuple[Template, ...] = (SCRIPT,)
+BUILTIN_TEMPLATES: tuple[Template, ...] = (SCRIPT, QLORA, EVALUATE)
 
 
 def get_template(name: str) -> Template:

@@ -181,6 +181,10 @@ def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[s
     if use_fsdp:
         facts.update(apply_fsdp(model, config, runtime, dtype))
         facts["parallelism"] = "fsdp"
+        # Evidence that parameters are really sharded: this rank holds only its part.
+        facts["trainable_params_local"] = sum(
+            p.to_local().numel() if hasattr(p, "to_local") else p.numel()
+            for p in model.parameters() if p.requires_grad)
     elif runtime.distributed:
         from torch.nn.parallel import DistributedDataParallel
 
