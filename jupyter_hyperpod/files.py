@@ -13,6 +13,7 @@ import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path, PurePosixPath
 
 from .core.errors import InvalidRequest, NotFound, PathNotAllowed
@@ -42,10 +43,14 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+Row = tuple[str, str, int, float]
+"""(name, type, size, mtime): cheap to scan and sort; models are built for one page only."""
+
+
 @dataclass
 class _Scan:
     key: tuple[int, int]
-    entries: list[FileEntry]
+    rows: list[Row]
 
 
 class Partition:
@@ -97,17 +102,18 @@ class Partition:
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidRequest(f"limit must be between 1 and {MAX_PAGE}", field="limit")
         path = self.directory(relative)
-        entries = self._sorted_entries(path, sort)
+        rows = self._sorted_rows(path, sort)
+        make = FileEntry.model_construct  # values come from the OS: no validation needed
         return FileListing(
             path=self.relative(path),
-            entries=entries[offset : offset + limit],
-            total=len(entries),
+            entries=[make(name=n, type=t, size=s, mtime=m) for n, t, s, m in rows[offset : offset + limit]],
+            total=len(rows),
             offset=offset,
             limit=limit,
             sort=sort,
         )
 
-    def _sorted_entries(self, path: Path, sort: str) -> list[FileEntry]:
+    def _sorted_rows(self, path: Path, sort: str) -> list[Row]:
         info = path.stat()
         key = (info.st_mtime_ns, info.st_ino)
         cache_key = (str(path), sort)
@@ -115,40 +121,33 @@ class Partition:
             cached = self._cache.get(cache_key)
             if cached is not None and cached.key == key:
                 self._cache.move_to_end(cache_key)
-                return cached.entries
-        entries = scan_directory(path)
+                return cached.rows
+        rows = scan_directory(path)
         field, reverse = sort.lstrip("-"), sort.startswith("-")
         if field == "name":
-            entries.sort(key=lambda e: (e.type != "directory", e.name.casefold()), reverse=reverse)
-        elif field == "size":
-            entries.sort(key=lambda e: e.size, reverse=reverse)
+            rows.sort(key=lambda r: (r[1] != "directory", r[0].casefold()), reverse=reverse)
         else:
-            entries.sort(key=lambda e: e.mtime, reverse=reverse)
+            rows.sort(key=itemgetter(2 if field == "size" else 3), reverse=reverse)
         with self._lock:
-            self._cache[cache_key] = _Scan(key, entries)
+            self._cache[cache_key] = _Scan(key, rows)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-        return entries
+        return rows
 
 
-def scan_directory(path: Path) -> list[FileEntry]:
+_KINDS = {stat.S_IFDIR: "directory", stat.S_IFREG: "file", stat.S_IFLNK: "symlink"}
+
+
+def scan_directory(path: Path) -> list[Row]:
     """One scandir pass with one lstat per entry (symlinks are shown, not followed)."""
-    entries: list[FileEntry] = []
-    make = FileEntry.model_construct  # values come from the OS: skip validation on the hot path
+    rows: list[Row] = []
+    append = rows.append
+    kinds = _KINDS
     with os.scandir(path) as iterator:
         for item in iterator:
             try:
                 info = item.stat(follow_symlinks=False)
             except OSError:
                 continue
-            mode = info.st_mode
-            if stat.S_ISDIR(mode):
-                kind = "directory"
-            elif stat.S_ISREG(mode):
-                kind = "file"
-            elif stat.S_ISLNK(mode):
-                kind = "symlink"
-            else:
-                kind = "other"
-            entries.append(make(name=item.name, type=kind, size=info.st_size, mtime=info.st_mtime))
-    return entries
+            append((item.name, kinds.get(stat.S_IFMT(info.st_mode), "other"), info.st_size, info.st_mtime))
+    return rows

@@ -1,0 +1,273 @@
+"""Foundation benchmarks, side by side in one run against a real Jupyter server on 127.0.0.1.
+
+    python bench/foundation/bench_api.py [--entries 100000] [--log-gb 1.0] [--follow-lines 500000]
+
+1. Listing a directory of N entries: our API (first page, cold and warm) vs os.scandir + stat vs
+   jupyter-server's own /api/contents.
+2. The last 1,000 lines of a large log through the API.
+3. Following a growing log over the WebSocket: lines/s, and write-to-client latency, vs a reader
+   polling the file directly.
+Targets (issue 2): listing <= 1.5x scandir+stat, tail < 50 ms, follow >= 100k lines/s, < 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import websocket  # websocket-client
+
+TOKEN = "bench-token"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Server:
+    def __init__(self, work: Path) -> None:
+        self.port = free_port()
+        self.fs = work / "fsx"
+        (self.fs / "shared").mkdir(parents=True)
+        repo = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "HYPERPOD_FS_ROOT": str(self.fs),
+               "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "server", f"--port={self.port}", "--ip=127.0.0.1",
+             f"--ServerApp.token={TOKEN}", "--ServerApp.allow_root=True", "--no-browser",
+             f"--ServerApp.root_dir={work}", "--HyperPodApp.orchestrator=local",
+             "--ServerApp.jpserver_extensions={'jupyter_hyperpod': True}",
+             f"--HyperPodApp.job_store={work / 'jobs.sqlite'}", "--ServerApp.log_level=WARN"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.get("hyperpod/api/cluster")
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def get(self, path: str) -> bytes:
+        request = urllib.request.Request(self.url + path, headers={"Authorization": f"token {TOKEN}"})
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return response.read()  # type: ignore[no-any-return]
+
+    def post(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            self.url + path, data=json.dumps(body).encode(), method="POST",
+            headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def timed(function, repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def drop_caches_hint() -> None:
+    os.sync()
+
+
+def bench_listing(server: Server, entries: int) -> list[tuple[str, float]]:
+    directory = server.fs / "shared" / "many"
+    directory.mkdir()
+    for i in range(entries):
+        (directory / f"file-{i:06}.txt").touch()
+
+    def scandir_stat() -> None:
+        with os.scandir(directory) as iterator:
+            rows = [(e.name, e.stat(follow_symlinks=False)) for e in iterator]
+        rows.sort(key=lambda row: row[0])
+
+    raw = timed(scandir_stat, 3)
+    # A new file invalidates our cached scan: each timed API call is a cold scan + sort + one page.
+    counter = iter(range(10**9))
+
+    def api_cold() -> None:
+        (directory / f"new-{next(counter)}").touch()
+        server.get("hyperpod/api/files?path=many&limit=500")
+
+    cold = timed(api_cold, 3)
+    warm = timed(lambda: server.get("hyperpod/api/files?path=many&offset=50000&limit=500"), 3)
+    contents = timed(lambda: server.get(f"api/contents/{directory.relative_to(server.fs.parent)}?content=1"), 1)
+    return [
+        (f"os.scandir + stat + sort, {entries:,} entries", raw),
+        ("API first page (cold: scan + stat + sort)", cold),
+        ("API another page (directory unchanged)", warm),
+        ("jupyter-server /api/contents (whole listing)", contents),
+    ]
+
+
+def write_big_log(path: Path, gigabytes: float) -> int:
+    line = b"step 123456 loss 0.123456 lr 2.0e-04 tokens/s 12345.6 " + b"x" * 40 + b"\n"
+    block = line * 10000
+    target = int(gigabytes * 1024**3)
+    written = 0
+    with open(path, "wb") as handle:
+        while written < target:
+            handle.write(block)
+            written += len(block)
+    return written
+
+
+def bench_tail(server: Server, gigabytes: float) -> list[tuple[str, float]]:
+    script = server.fs / "shared" / "sleeper.py"
+    script.write_text("import time\ntime.sleep(3600)\n")
+    job = server.post("hyperpod/api/jobs", {"name": "bigtail", "command": ["sleeper.py"]})
+    log = server.fs / "shared" / ".hyperpod" / "jobs" / job["id"] / "rank-0.log"
+    deadline = time.monotonic() + 30
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    size = write_big_log(log, gigabytes)
+    path = f"hyperpod/api/jobs/{job['id']}/logs?tail=1000"
+    body = json.loads(server.get(path))
+    assert body["text"].count("\n") == 1000, "tail returned the wrong number of lines"
+    elapsed = timed(lambda: server.get(path), 5)
+    request = urllib.request.Request(server.url + f"hyperpod/api/jobs/{job['id']}", method="DELETE",
+                                     headers={"Authorization": f"token {TOKEN}"})
+    urllib.request.urlopen(request, timeout=60).read()
+    return [(f"API tail=1000 of a {size / 1024**3:.2f} GB log", elapsed)]
+
+
+def bench_follow(server: Server, lines: int) -> list[tuple[str, float]]:
+    script = server.fs / "shared" / "writer.py"
+    # The job writes `lines` lines as fast as it can, then timestamped lines for latency.
+    script.write_text(
+        "import sys, time\n"
+        "n = int(sys.argv[1])\n"
+        "out = sys.stdout\n"
+        "chunk = ''.join(f'line {i:09d} of the throughput phase\\n' for i in range(1000))\n"
+        "for _ in range(n // 1000):\n"
+        "    out.write(chunk)\n"
+        "out.flush()\n"
+        "time.sleep(1)\n"
+        "for i in range(50):\n"
+        "    out.write(f'latency {time.time():.6f}\\n'); out.flush(); time.sleep(0.02)\n"
+    )
+    job = server.post("hyperpod/api/jobs", {"name": "follow", "command": ["writer.py", str(lines)]})
+    url = f"ws://127.0.0.1:{server.port}/hyperpod/api/jobs/{job['id']}/logs/stream?token={TOKEN}"
+    ws = websocket.create_connection(url, timeout=120, skip_utf8_validation=True)
+    received = 0
+    first = last = None
+    latencies = []
+    while True:
+        message = ws.recv()
+        if not message:
+            break
+        frame = json.loads(message)
+        if frame["type"] == "end":
+            break
+        if frame["type"] != "data":
+            continue
+        now = time.time()
+        for text_line in frame["data"].splitlines():
+            if text_line.startswith("latency "):
+                latencies.append(now - float(text_line.split()[1]))
+            else:
+                received += 1
+                if first is None:
+                    first = time.perf_counter()
+                if received == lines:
+                    last = time.perf_counter()
+    ws.close()
+    log = server.fs / "shared" / ".hyperpod" / "jobs" / job["id"] / "rank-0.log"
+
+    def read_file_directly() -> None:
+        count, offset = 0, 0
+        with open(log, "rb") as handle:
+            while count < lines:
+                handle.seek(offset)
+                data = handle.read(1024 * 1024)
+                count += data.count(b"\n")
+                offset += len(data)
+
+    direct = timed(read_file_directly, 3)
+    api_seconds = (last or time.perf_counter()) - (first or time.perf_counter())
+    rows = [
+        (f"API WebSocket follow: {lines:,} lines -> {lines / api_seconds:,.0f} lines/s", api_seconds),
+        (f"Reading the file directly: {lines / direct:,.0f} lines/s", direct),
+    ]
+    if latencies:
+        rows.append((f"API write-to-client latency, median of {len(latencies)} (max "
+                     f"{max(latencies) * 1000:.1f} ms)", statistics.median(latencies)))
+    return rows
+
+
+def poll_latency(path: Path) -> float:
+    """Latency of a reader polling the file every 1 ms (the floor our 20-100 ms idle backoff is near)."""
+    samples = []
+    stop = threading.Event()
+    with open(path, "ab") as writer, open(path, "rb") as reader:
+        reader.seek(0, 2)
+        for _ in range(20):
+            stamp = time.time()
+            writer.write(f"latency {stamp:.6f}\n".encode())
+            writer.flush()
+            while not stop.is_set():
+                data = reader.read()
+                if data:
+                    samples.append(time.time() - stamp)
+                    break
+                time.sleep(0.001)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--log-gb", type=float, default=1.0)
+    parser.add_argument("--follow-lines", type=int, default=500_000)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="hyperpod-bench-"))
+    server = Server(work)
+    rows: list[tuple[str, float]] = []
+    try:
+        rows += bench_listing(server, args.entries)
+        rows += bench_tail(server, args.log_gb)
+        rows += bench_follow(server, args.follow_lines)
+        rows.append(("Direct file polling latency (1 ms poll)", poll_latency(work / "latency.log")))
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    width = max(len(name) for name, _ in rows)
+    print(f"{'measure'.ljust(width)}  seconds")
+    for name, seconds in rows:
+        print(f"{name.ljust(width)}  {seconds:8.4f}")
+    listing = dict(rows)
+    ratio = rows[1][1] / rows[0][1]
+    print(f"\nlisting ratio API(cold)/scandir+stat = {ratio:.2f}x (target <= 1.5x)")
+    del listing
+
+
+if __name__ == "__main__":
+    main()
