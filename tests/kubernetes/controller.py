@@ -91,6 +91,10 @@ class JobRunner(threading.Thread):
         container = self.template["spec"]["containers"][0]
         self.image = container["image"]
         self.env = {item["name"]: item.get("value", "") for item in container.get("env") or []}
+        command = container.get("command") or []
+        self.tee = "--tee=3" in command
+        per_pod = [part.split("=", 1)[1] for part in command if part.startswith("--nproc-per-node=")]
+        self.per_pod = int(per_pod[0]) if per_pod and self.tee else 1
         self.pods = [self.pod_name(rank) for rank in range(self.replicas)]
         self.restarts = [0] * self.replicas
 
@@ -278,10 +282,22 @@ class JobRunner(threading.Thread):
             int(self.env["FAKE_RESTART_RANK"]) if self.env.get("FAKE_RESTART_RANK") else None
         )
         world = self.replicas
+        if self.tee:
+            # torchrun --tee=3: its own lines bare, each local rank's lines prefixed.
+            world = self.replicas * self.per_pod
+            for pod in self.pods:
+                self.ctl.logs.write(self.namespace, pod, "W1130 torch/distributed/run.py:793] OMP_NUM_THREADS=1\n")
         for step in range(steps):
             if self.cancelled:
                 return False
             for rank, pod in enumerate(self.pods):
+                if self.tee:
+                    lines = "".join(
+                        f"[default{local}]:rank {rank * self.per_pod + local}/{world} step {step}\n"
+                        for local in range(self.per_pod)
+                    )
+                    self.ctl.logs.write(self.namespace, pod, lines)
+                    continue
                 self.ctl.logs.write(
                     self.namespace,
                     pod,

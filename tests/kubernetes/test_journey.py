@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 import time
+
+import pytest
 from pathlib import Path
 
 from jupyter_hyperpod.backends.base import LogReader
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+from jupyter_hyperpod.core.errors import NotFound
 from jupyter_hyperpod.core.models import JobState
 
 from .conftest import make_launch, stored, wait_for, wait_state
@@ -251,3 +254,23 @@ def test_refresh_is_batched(
     pod_lists = [r for r in mine if r.url.path == "/api/v1/namespaces/default/pods"]
     assert len(paths) == 1 and len(pod_lists) == 1
     assert "in (" in pod_lists[0].params["labelSelector"]
+
+
+def test_several_ranks_per_pod_are_split_by_rank(backend: KubernetesOrchestrator, fs_root: Path) -> None:
+    launch = make_launch(fs_root, "perrank", nodes=2, procs_per_node=3, env={"FAKE_STEPS": "3"})
+    job = stored(launch, backend.submit(launch))
+    readers = [backend.log_reader(job, rank) for rank in range(6)]
+    wait_state(backend, job, JobState.SUCCEEDED)
+    for rank, reader in enumerate(readers):
+        worker = rank // 3
+        text = follow_until(reader, f"rank {rank}/6 step 2")
+        lines = text.splitlines()
+        expected = [f"rank {rank}/6 step {s}" for s in range(3)]
+        if rank % 3 == 0:
+            # torchrun's own unprefixed lines go to the pod's first rank.
+            assert lines[0].startswith("W1130 torch/distributed/run.py")
+            lines = [line for line in lines if not line.startswith("W1130")]
+        assert lines[:3] == expected, (rank, worker, text)
+        reader.close()
+    with pytest.raises(NotFound):
+        backend.log_reader(job, 6)

@@ -26,6 +26,7 @@ from .manifest import (
     ManifestOptions,
     build_manifest,
     job_kind,
+    split_ranks,
     to_yaml,
 )
 from .nodes import EFA_RESOURCE, GPU_RESOURCES, allocated_by_node, node_from_k8s
@@ -218,6 +219,7 @@ class KubernetesOrchestrator(Orchestrator):
                 "version": version,
                 "plural": plural,
                 "workers": launch.spec.nodes,
+                "split_ranks": split_ranks(launch.spec),
                 "job_dir_local": str(launch.job_dir_local),
             },
         )
@@ -357,31 +359,42 @@ class KubernetesOrchestrator(Orchestrator):
         return bool(update.state and update.state.finished)
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
+        """Rank r's log: with one process per pod, the log of worker pod r; with several
+        (torchrun --tee), the lines of local rank r % procs_per_node in pod r // procs_per_node."""
         workers = int(job.data.get("workers") or job.spec.nodes)
-        if rank < 0 or rank >= workers:
-            raise NotFound(f"job {job.id} has workers 0..{workers - 1}, not {rank}")
+        per_pod = job.spec.procs_per_node if job.data.get("split_ranks") else 1
+        if rank < 0 or rank >= workers * per_pod:
+            raise NotFound(f"job {job.id} has ranks 0..{workers * per_pod - 1}, not {rank}")
         if not job.backend_id:
             raise NotFound(f"job {job.id} was never created on the cluster")
+        worker = rank // per_pod
         self._sweep_followers()
-        key = (job.id, rank)
+        key = (job.id, worker)
         with self._followers_lock:
             follower = self._followers.get(key)
             if follower is None or (not follower.alive and not follower.done):
                 namespace = self._namespace_of(job)
                 name = job.backend_id
+                spool_dir = self._spool_dir(job)
+                rank_paths = (
+                    [spool_dir / f"rank-{worker * per_pod + local}.log" for local in range(per_pod)]
+                    if per_pod > 1 else []
+                )
                 follower = PodLogFollower(
                     self.kube,
                     namespace=namespace,
                     container=CONTAINER,
-                    spool=self._spool_dir(job) / f"worker-{rank}.log",
-                    find_pod=lambda: self._find_pod(namespace, name, rank),
+                    spool=spool_dir / f"worker-{worker}.log",
+                    find_pod=lambda: self._find_pod(namespace, name, worker),
                     job_over=lambda: self._job_over(job),
-                    label=f"worker {rank}",
+                    label=f"worker {worker}",
+                    rank_paths=rank_paths,
                 )
                 self._followers[key] = follower
             follower.refs += 1
             follower.start()
-        return SpoolLogReader(follower, self._release_follower)
+        path = follower.rank_paths[rank % per_pod] if per_pod > 1 else None
+        return SpoolLogReader(follower, self._release_follower, path)
 
     def _release_follower(self, follower: PodLogFollower) -> None:
         with self._followers_lock:

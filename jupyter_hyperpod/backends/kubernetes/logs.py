@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,39 @@ log = logging.getLogger(__name__)
 # A quiet training step can take minutes; a cut connection is noticed after this many seconds.
 STREAM_READ_TIMEOUT = 120.0
 CHUNK = 64 * 1024
+# torchrun --tee=3 prefixes each local rank's lines with "[<role><local_rank>]:" (role "default").
+LOCAL_RANK_PREFIX = re.compile(rb"^\[[A-Za-z_-]*?(\d+)\]:")
+
+
+class RankSplitter:
+    """Splits a pod log holding several local ranks (torchrun --tee) into one file per rank; lines
+    without a prefix (torchrun itself, our restart notes) go to the pod's first rank."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+        self.files = [open(path, "ab") for path in paths]  # noqa: SIM115 - closed in close()
+        self.pending = b""
+
+    def write(self, data: bytes) -> None:
+        self.pending += data
+        *lines, self.pending = self.pending.split(b"\n")
+        touched: set[int] = set()
+        for line in lines:
+            index = 0
+            match = LOCAL_RANK_PREFIX.match(line)
+            if match and int(match.group(1)) < len(self.files):
+                index = int(match.group(1))
+                line = line[match.end() :]
+            self.files[index].write(line + b"\n")
+            touched.add(index)
+        for index in touched:
+            self.files[index].flush()
+
+    def close(self) -> None:
+        if self.pending:
+            self.write(b"\n")
+        for handle in self.files:
+            handle.close()
 
 
 class PodLogFollower:
@@ -42,12 +76,15 @@ class PodLogFollower:
         find_pod: Callable[[], dict[str, Any] | None],
         job_over: Callable[[], bool],
         label: str,
+        rank_paths: list[Path] | None = None,
         poll_interval: float = 1.0,
     ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.container = container
         self.spool = spool
+        self.rank_paths = rank_paths or []
+        self._splitter: RankSplitter | None = None
         self.state_path = spool.with_suffix(".state.json")
         self.find_pod = find_pod
         self.job_over = job_over
@@ -71,6 +108,8 @@ class PodLogFollower:
             return
         self.spool.parent.mkdir(parents=True, exist_ok=True)
         self.spool.touch(exist_ok=True)
+        for path in self.rank_paths:
+            path.touch(exist_ok=True)
         self._thread = threading.Thread(target=self._run, name=f"k8s-log-{self.label}", daemon=True)
         self._thread.start()
 
@@ -113,7 +152,11 @@ class PodLogFollower:
     def _run(self) -> None:
         delay = self.poll_interval
         try:
-            with open(self.spool, "ab") as out:
+            with open(self.spool, "ab") as raw:
+                out: Any = raw
+                if self.rank_paths:
+                    self._splitter = RankSplitter(self.rank_paths)
+                    out = _Tee(raw, self._splitter)
                 while not self._stop.is_set():
                     try:
                         finished = self._step(out)
@@ -134,6 +177,8 @@ class PodLogFollower:
         except Exception:  # noqa: BLE001 - a follower must never take the server down
             log.exception("log follower %s failed", self.label)
         finally:
+            if self._splitter is not None:
+                self._splitter.close()
             self._save_state()
 
     def _step(self, out: Any) -> bool:
@@ -218,11 +263,25 @@ class PodLogFollower:
             self._save_state()
 
 
+class _Tee:
+    """The raw pod log and its per-rank split, written together."""
+
+    def __init__(self, raw: Any, splitter: RankSplitter) -> None:
+        self.raw, self.splitter = raw, splitter
+
+    def write(self, data: bytes) -> None:
+        self.raw.write(data)
+        self.splitter.write(data)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+
 class SpoolLogReader(FileLogReader):
     """A rank's spool file; closing it lets the backend stop an idle follower."""
 
-    def __init__(self, follower: PodLogFollower, release: Callable[[PodLogFollower], None]) -> None:
-        super().__init__(follower.spool)
+    def __init__(self, follower: PodLogFollower, release: Callable[[PodLogFollower], None], path: Path | None = None) -> None:
+        super().__init__(path or follower.spool)
         self.follower = follower
         self._release: Callable[[PodLogFollower], None] | None = release
 

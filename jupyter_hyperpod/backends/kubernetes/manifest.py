@@ -12,6 +12,7 @@ import yaml
 
 from ...core.errors import Forbidden, InvalidRequest
 from ...core.launch import program_argv, torchrun_argv, uses_torchrun
+from ...core.models import JobSpec
 from ..base import Launch
 from .nodes import DEEP_HEALTH_LABEL, EFA_RESOURCE, HEALTH_LABEL
 
@@ -94,6 +95,11 @@ def resolve_namespace(requested: str | None, options: ManifestOptions) -> str:
     return namespace
 
 
+def split_ranks(spec: JobSpec) -> bool:
+    """Several ranks share a pod's log: torchrun tags their lines so that we can split them."""
+    return uses_torchrun(spec, multi_node_cluster=True) and spec.procs_per_node > 1
+
+
 def container_command(launch: Launch, python: str) -> list[str]:
     spec = launch.spec
     program = [k8s_escape(part) for part in launch.command]
@@ -101,13 +107,17 @@ def container_command(launch: Launch, python: str) -> list[str]:
         # Multi-node: the training operator sets MASTER_ADDR/MASTER_PORT on every worker; c10d
         # rendezvous then assigns node ranks itself. One node: torchrun's local static rendezvous.
         endpoint = "$(MASTER_ADDR):$(MASTER_PORT)" if spec.nodes > 1 else None
-        return torchrun_argv(
+        argv = torchrun_argv(
             program,
             nnodes=spec.nodes,
             nproc_per_node=spec.procs_per_node,
             rdzv_endpoint=endpoint,
             max_restarts=0,
         )
+        if split_ranks(spec):
+            # Each local rank's output, prefixed "[default<local_rank>]:", on the pod log.
+            argv.insert(3, "--tee=3")
+        return argv
     if spec.procs_per_node > 1:
         raise InvalidRequest(
             "the plain launcher runs one process per pod on Kubernetes: use torchrun for "
