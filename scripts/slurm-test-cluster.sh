@@ -264,7 +264,9 @@ stop() {
   fi
   grep -q "$MARK\$" /etc/hosts 2>/dev/null && { grep -v "$MARK\$" /etc/hosts >"/tmp/hosts.$$" || true
     cat "/tmp/hosts.$$" >/etc/hosts; rm -f "/tmp/hosts.$$"; }
-  # munged stays: other tools on this machine may use it, and it holds no state.
+  local munged
+  munged=$(cat /run/munge/munged.pid 2>/dev/null || true)
+  running "$munged" && kill "$munged" 2>/dev/null || true
   return 0
 }
 

@@ -88,15 +88,23 @@ def settings(fs_root: Path, tmp_path: Path, partition: Path) -> HyperPodSettings
     )
 
 
+SUBMITTED: list[str] = []
+"""Slurm ids of the jobs a test submitted through the backend (cancelled after the test)."""
+
+
+@pytest.fixture(autouse=True)
+def cancel_leftovers() -> Iterator[None]:
+    """Leave the cluster empty for the next test."""
+    yield
+    if SUBMITTED:
+        subprocess.run(["scancel", *SUBMITTED], capture_output=True, check=False)
+        SUBMITTED.clear()
+
+
 @pytest.fixture
 def backend(slurm_cluster: None, settings: HyperPodSettings) -> Iterator[SlurmOrchestrator]:
     orchestrator = SlurmOrchestrator(settings=settings)
-    submitted: list[str] = []
-    orchestrator.submitted = submitted  # type: ignore[attr-defined]
     yield orchestrator
-    # Leave the cluster empty for the next test.
-    if submitted:
-        subprocess.run(["scancel", *submitted], capture_output=True, check=False)
     orchestrator.close()
 
 
@@ -151,7 +159,7 @@ def launch_for(settings: HyperPodSettings, spec: JobSpec, job_id: str) -> Launch
 def submit(backend: SlurmOrchestrator, settings: HyperPodSettings, spec: JobSpec) -> Tracked:
     job_id = f"{spec.name}-{time.monotonic_ns() % 1_000_000:06d}"
     update = backend.submit(launch_for(settings, spec, job_id))
-    backend.submitted.append(update.backend_id)  # type: ignore[attr-defined]
+    SUBMITTED.append(update.backend_id or "")
     return Tracked(spec, update, job_id)
 
 

@@ -1,4 +1,4 @@
-"""Parsing what Slurm's clients print (samples as Slurm 22.05 printed them here), no cluster needed."""
+"""Parsing what Slurm's clients print (samples as Slurm 22.05 printed them here); no cluster."""
 
 from __future__ import annotations
 
@@ -156,7 +156,10 @@ def test_job_states_map_to_ours() -> None:
 
 
 def test_squeue_rows() -> None:
-    text = "7|RUNNING|2026-11-30T19:10:01|2027-11-30T19:10:01|node[1-2]|None\n8|PENDING|N/A|N/A||Resources\n"
+    text = (
+        "7|RUNNING|2026-11-30T19:10:01|2027-11-30T19:10:01|node[1-2]|None\n"
+        "8|PENDING|N/A|N/A||Resources\n"
+    )
     records = jobs.parse_squeue(text)
     assert records["7"].state == JobState.RUNNING and records["7"].end is None
     assert records["7"].start == time.mktime(
@@ -232,7 +235,11 @@ def test_missing_commands_and_refused_probes_are_503(tmp_path) -> None:  # type:
 
 
 def test_controllers_from_config() -> None:
-    text = "SlurmctldHost[0]        = vm(localhost)\nSlurmctldHost[1]        = backup\nSlurmctldPort = 6817-6818\n"
+    text = (
+        "SlurmctldHost[0]        = vm(localhost)\n"
+        "SlurmctldHost[1]        = backup\n"
+        "SlurmctldPort = 6817-6818\n"
+    )
     assert [(c.host, c.port) for c in parse_controllers(text)] == [
         ("localhost", 6817),
         ("backup", 6817),

@@ -1,4 +1,4 @@
-"""The REST API and the log WebSocket of a real Jupyter server driving the real Slurm test cluster."""
+"""The REST API and the log WebSocket of a real Jupyter server driving the Slurm test cluster."""
 
 from __future__ import annotations
 
@@ -62,14 +62,21 @@ def scripts(partition: Path) -> Path:
 
 
 def sleeper(name: str, seconds: float, **fields: Any) -> dict[str, Any]:
-    return {"name": name, "command": ["sleeper.py", str(seconds)], "workdir": "project",
-            "launcher": "plain", **fields}
+    return {
+        "name": name,
+        "command": ["sleeper.py", str(seconds)],
+        "workdir": "project",
+        "launcher": "plain",
+        **fields,
+    }
 
 
 def slurm_state(slurm_id: str) -> str:
     return subprocess.run(
         ["squeue", "-h", "-t", "all", "-j", slurm_id, "-o", "%T"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
 
 
@@ -85,9 +92,11 @@ async def test_cluster_and_nodes(api: Api) -> None:
     finally:
         scontrol("update", "nodename=node2", "state=resume")
     assert reply.status == 200, reply.body
-    listed = {node["name"]: node for node in reply.body} if isinstance(reply.body, list) else {
-        node["name"]: node for node in reply.body["nodes"]
-    }
+    listed = (
+        {node["name"]: node for node in reply.body}
+        if isinstance(reply.body, list)
+        else {node["name"]: node for node in reply.body["nodes"]}
+    )
     assert sorted(listed) == ["node1", "node2", "node3", "node4"]
     assert listed["node2"]["state"] == "drained"
     assert listed["node2"]["health"] == "unhealthy"
@@ -98,23 +107,48 @@ async def test_cluster_and_nodes(api: Api) -> None:
 
 
 async def test_preview_of_a_template_is_the_sbatch_script(api: Api, scripts: Path) -> None:
-    body = {"name": "preview", "template": "script",
-            "params": {"script": "project/dist.py", "args": "--lr 'a b'", "nodes": 2,
-                       "procs_per_node": 2, "gpus_per_node": 2, "time_limit_minutes": 30}}
+    body = {
+        "name": "preview",
+        "template": "script",
+        "params": {
+            "script": "project/dist.py",
+            "args": "--lr 'a b'",
+            "nodes": 2,
+            "procs_per_node": 2,
+            "gpus_per_node": 2,
+            "time_limit_minutes": 30,
+        },
+    }
     reply = await api.post("jobs/render", body)
     assert reply.status == 200, reply.body
     text = reply.body["text"]
     assert reply.body["format"] == "sbatch" and reply.body["language"] == "shell"
-    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=1", "#SBATCH --gpus-per-node=2",
-                 "#SBATCH --time=30", "#SBATCH --job-name=preview"):
+    for line in (
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=1",
+        "#SBATCH --gpus-per-node=2",
+        "#SBATCH --time=30",
+        "#SBATCH --job-name=preview",
+    ):
         assert line in text
     assert "torchrun --nnodes=2 --nproc-per-node=2" in text
     assert "python3 dist.py --lr 'a b'" in text
 
 
-async def test_two_nodes_two_gpus_each_all_ranks_in_the_followed_log(api: Api, scripts: Path) -> None:
-    job = await api.submit({"name": "ddp", "command": ["dist.py"], "workdir": "project", "nodes": 2,
-                            "procs_per_node": 2, "gpus_per_node": 2, "launcher": "torchrun"})
+async def test_two_nodes_two_gpus_each_all_ranks_in_the_followed_log(
+    api: Api, scripts: Path
+) -> None:
+    job = await api.submit(
+        {
+            "name": "ddp",
+            "command": ["dist.py"],
+            "workdir": "project",
+            "nodes": 2,
+            "procs_per_node": 2,
+            "gpus_per_node": 2,
+            "launcher": "torchrun",
+        }
+    )
     assert job["backend_id"].isdigit()
 
     frames, _ = await api.follow(job["id"], timeout=120, rank="all")
@@ -122,10 +156,16 @@ async def test_two_nodes_two_gpus_each_all_ranks_in_the_followed_log(api: Api, s
     assert frames[-1] == {"type": "end", "state": "SUCCEEDED", "exit_code": 0}, frames[-3:]
     nodes = {}
     for rank in range(4):
-        line = next(line for line in log_text(frames, rank).splitlines() if line.startswith("rank="))
+        line = next(
+            line for line in log_text(frames, rank).splitlines() if line.startswith("rank=")
+        )
         fields = dict(item.split("=", 1) for item in line.split())
         assert fields["rank"] == fields["group_rank"] == str(rank)
-        assert (fields["world_size"], fields["sum"], fields["local_rank"]) == ("4", "6", str(rank % 2))
+        assert (fields["world_size"], fields["sum"], fields["local_rank"]) == (
+            "4",
+            "6",
+            str(rank % 2),
+        )
         assert fields["gpus"] == "0,1"
         nodes[rank] = fields["node"]
     assert nodes[0] == nodes[1] != nodes[2] == nodes[3]
@@ -177,8 +217,15 @@ async def test_controller_outage_answers_503_and_recovers(
 
 async def test_follow_resumes_from_a_snapshot_offset(api: Api, scripts: Path) -> None:
     """A snapshot of Slurm's real output file, then the WebSocket from its offset: nothing twice."""
-    job = await api.submit({"name": "ticks", "command": ["ticker.py"], "workdir": "project",
-                            "procs_per_node": 2, "launcher": "plain"})
+    job = await api.submit(
+        {
+            "name": "ticks",
+            "command": ["ticker.py"],
+            "workdir": "project",
+            "procs_per_node": 2,
+            "launcher": "plain",
+        }
+    )
     snapshot: dict[str, Any] = {"text": "", "offset": 0}
     deadline = time.monotonic() + 60
     while "tick 2" not in snapshot["text"] and time.monotonic() < deadline:
@@ -192,7 +239,11 @@ async def test_follow_resumes_from_a_snapshot_offset(api: Api, scripts: Path) ->
     whole = snapshot["text"] + log_text(frames, 0)
     ticks = [line for line in whole.splitlines() if line.startswith("rank 0 tick")]
     assert ticks == [f"rank 0 tick {step}" for step in range(12)]
-    assert whole.rstrip().splitlines()[-1].startswith(f"job {job['backend_id']} finished with exit code 0")
+    assert (
+        whole.rstrip()
+        .splitlines()[-1]
+        .startswith(f"job {job['backend_id']} finished with exit code 0")
+    )
     stdout = (await api.get(f"jobs/{job['id']}")).body["ranks"][0]["log"]
     assert stdout.endswith(f"/slurm-{job['backend_id']}.out")
     assert Path(stdout).read_text() == whole

@@ -1,4 +1,4 @@
-"""The sbatch script: its #SBATCH header, quoting of every user string, launchers, HyperPod options."""
+"""The sbatch script: #SBATCH header, quoting of every user string, launchers, HyperPod options."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def test_header_says_what_a_person_would_write() -> None:
     assert "cd '/fsx/shared/my project' || exit 1" in text
     assert "export HYPERPOD_JOB_ID=j-1" in text
     assert (
-        'srun --kill-on-bad-exit=1 \\\n    bash -c "$RANK_SHELL" rank \\\n    python3 train.py --epochs 3'
-        in text
+        'srun --kill-on-bad-exit=1 \\\n    bash -c "$RANK_SHELL" rank \\\n'
+        "    python3 train.py --epochs 3" in text
     )
     assert "--auto-resume" not in text
 
@@ -129,10 +129,11 @@ def fake_tools(bin_dir: Path, record: Path) -> None:
         "args = sys.argv[1:]\n"
         "opts = [a for a in args if a.startswith('--')][:2]\n"
         "program = args[len(opts):]\n"
-        f"open({str(record)!r}, 'a').write(json.dumps({{'srun': opts, 'program': program}}) + '\\n')\n"
+        f"line = json.dumps({{'srun': opts, 'program': program}})\n"
+        f"open({str(record)!r}, 'a').write(line + '\\n')\n"
         "for rank in range(2):\n"
-        "    env = dict(os.environ, SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank), SLURM_NTASKS='2',\n"
-        "               SLURM_NODEID='0')\n"
+        "    env = dict(os.environ, SLURM_PROCID=str(rank), SLURM_LOCALID=str(rank),\n"
+        "               SLURM_NTASKS='2', SLURM_NODEID='0')\n"
         "    subprocess.run(program, env=env, check=False)\n"
     )
     (bin_dir / "scontrol").write_text("#!/bin/sh\necho node7\n")
@@ -152,7 +153,9 @@ def test_every_user_string_reaches_the_program_unchanged(tmp_path: Path) -> None
     probe.write_text(
         "import json, os, sys\n"
         "keys = ['RANK', 'LOCAL_RANK', 'WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT', 'EVIL']\n"
-        "print(json.dumps({'argv': sys.argv[1:], 'cwd': os.getcwd(), **{k: os.environ.get(k) for k in keys}}))\n"
+        "seen = {'argv': sys.argv[1:], 'cwd': os.getcwd()}\n"
+        "seen.update({k: os.environ.get(k) for k in keys})\n"
+        "print(json.dumps(seen))\n"
     )
     spec = JobSpec(
         name="quote",
@@ -178,7 +181,7 @@ def test_every_user_string_reaches_the_program_unchanged(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert not Path("/tmp/hyperpod-pwned").exists()
-    rank0 = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][0])
+    rank0 = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
     rank1 = json.loads((job_dir / "rank-1.log").read_text())
     for rank, seen in enumerate((rank0, rank1)):
         assert seen["argv"] == [EVIL, "two words"]

@@ -212,7 +212,9 @@ class SlurmOrchestrator(Orchestrator):
         except (BackendUnavailable, BackendError) as error:
             self.log.warning("Slurm job %s: could not read its output path: %s", slurm_id, error)
         spec = launch.spec
-        data = {
+        events = [f"submitted as Slurm job {slurm_id}"]
+        events += [f"warning: {warning}" for warning in rendered.warnings]
+        data: dict[str, Any] = {
             "slurm_id": slurm_id,
             "stdout": stdout,
             "job_dir": launch.job_dir,
@@ -222,13 +224,12 @@ class SlurmOrchestrator(Orchestrator):
             "procs_per_node": spec.procs_per_node,
             "torchrun": uses_torchrun(spec, multi_node_cluster=True),
             "slurm_state": "PENDING",
-            "events": [f"submitted as Slurm job {slurm_id}"]
-            + [f"warning: {warning}" for warning in rendered.warnings],
+            "events": events,
         }
         return JobUpdate(
             backend_id=slurm_id,
             state=JobState.PENDING,
-            events=data["events"],
+            events=events,
             ranks=_ranks(data, None, JobState.PENDING),
             data=data,
         )
