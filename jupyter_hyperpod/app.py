@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import PeriodicCallback
@@ -61,7 +60,9 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         self._executor = executor
         self.log.info(
             "jupyter-hyperpod: %s cluster, partition %s, user %s",
-            self.service.orchestrator.kind, self.service.partition.root, self.user,
+            self.service.orchestrator.kind,
+            self.service.partition.root,
+            self.user,
         )
         self._refresher = PeriodicCallback(self._refresh, self.refresh_interval * 1000)
         self._refresher.start()
@@ -90,4 +91,3 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         if self.service is not None:
             self.service.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
-

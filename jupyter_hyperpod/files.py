@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from .core.errors import InvalidRequest, NotFound, PathNotAllowed
 from .core.models import FileEntry, FileListing
@@ -35,7 +36,9 @@ def partition_dir(fs_root: Path, mode: str, user: str) -> Path:
     candidate = Path(mode) if explicit.is_absolute() else fs_root / mode
     resolved = candidate.resolve()
     if not _inside(resolved, fs_root.resolve()):
-        raise InvalidRequest(f"partition {mode!r} is outside the shared file system {fs_root}", field="partition")
+        raise InvalidRequest(
+            f"partition {mode!r} is outside the shared file system {fs_root}", field="partition"
+        )
     return resolved
 
 
@@ -43,7 +46,8 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-Row = tuple[str, str, int, float]
+FileType = Literal["file", "directory", "symlink", "other"]
+Row = tuple[str, FileType, int, float]
 """(name, type, size, mtime): cheap to scan and sort; models are built for one page only."""
 
 
@@ -77,7 +81,9 @@ class Partition:
             )
         parts = PurePosixPath(relative.replace("\\", "/")).parts
         if ".." in parts:
-            raise PathNotAllowed(f"'{relative}' goes above your partition ('..' is not allowed)", field=field)
+            raise PathNotAllowed(
+                f"'{relative}' goes above your partition ('..' is not allowed)", field=field
+            )
         candidate = (self._real_root.joinpath(*parts)).resolve()
         if not _inside(candidate, self._real_root):
             raise PathNotAllowed(f"'{relative}' points outside your partition", field=field)
@@ -94,7 +100,9 @@ class Partition:
             raise InvalidRequest(f"'{relative}' is not a directory", field=field)
         return path
 
-    def list(self, relative: str = "", *, offset: int = 0, limit: int = 500, sort: str = "name") -> FileListing:
+    def listing(
+        self, relative: str = "", *, offset: int = 0, limit: int = 500, sort: str = "name"
+    ) -> FileListing:
         if sort not in SORT_KEYS:
             raise InvalidRequest(f"sort must be one of {', '.join(SORT_KEYS)}", field="sort")
         if offset < 0:
@@ -106,7 +114,10 @@ class Partition:
         make = FileEntry.model_construct  # values come from the OS: no validation needed
         return FileListing(
             path=self.relative(path),
-            entries=[make(name=n, type=t, size=s, mtime=m) for n, t, s, m in rows[offset : offset + limit]],
+            entries=[
+                make(name=n, type=t, size=s, mtime=m)
+                for n, t, s, m in rows[offset : offset + limit]
+            ],
             total=len(rows),
             offset=offset,
             limit=limit,
@@ -135,7 +146,11 @@ class Partition:
         return rows
 
 
-_KINDS = {stat.S_IFDIR: "directory", stat.S_IFREG: "file", stat.S_IFLNK: "symlink"}
+_KINDS: dict[int, FileType] = {
+    stat.S_IFDIR: "directory",
+    stat.S_IFREG: "file",
+    stat.S_IFLNK: "symlink",
+}
 
 
 def scan_directory(path: Path) -> list[Row]:
@@ -149,5 +164,12 @@ def scan_directory(path: Path) -> list[Row]:
                 info = item.stat(follow_symlinks=False)
             except OSError:
                 continue
-            append((item.name, kinds.get(stat.S_IFMT(info.st_mode), "other"), info.st_size, info.st_mtime))
+            append(
+                (
+                    item.name,
+                    kinds.get(stat.S_IFMT(info.st_mode), "other"),
+                    info.st_size,
+                    info.st_mtime,
+                )
+            )
     return rows

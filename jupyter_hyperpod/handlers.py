@@ -46,7 +46,9 @@ class ServiceMixin:
 
     async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.settings["hyperpod_executor"], lambda: function(*args, **kwargs))
+        return await loop.run_in_executor(
+            self.settings["hyperpod_executor"], lambda: function(*args, **kwargs)
+        )
 
 
 class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
@@ -58,13 +60,19 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
         if isinstance(error, HyperPodError):
             body = error.to_dict()
         elif isinstance(error, web.HTTPError):
-            code = {403: "forbidden", 404: "not_found", 405: "method_not_allowed"}.get(status_code, "http_error")
+            code = {403: "forbidden", 404: "not_found", 405: "method_not_allowed"}.get(
+                status_code, "http_error"
+            )
             message = error.log_message or error.reason or self._reason
             if status_code == 403 and not error.log_message:
                 message = "not authenticated: log in to Jupyter or pass its token"
             body = {"code": code, "message": message, "field": None}
         else:
-            body = {"code": "internal_error", "message": "unexpected server error (see the server log)", "field": None}
+            body = {
+                "code": "internal_error",
+                "message": "unexpected server error (see the server log)",
+                "field": None,
+            }
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps({"error": body}))
 
@@ -82,7 +90,9 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
         try:
             return int(raw)
         except ValueError:
-            raise InvalidRequest(f"{name} must be a whole number, not '{raw}'", field=name) from None
+            raise InvalidRequest(
+                f"{name} must be a whole number, not '{raw}'", field=name
+            ) from None
 
     def json_body(self) -> Any:
         try:
@@ -93,7 +103,13 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
     def _handle_request_exception(self, error: BaseException) -> None:
         """Our typed errors are answers, not crashes: their status, no traceback in the log."""
         if isinstance(error, HyperPodError) and not self._finished:
-            self.log.info("%s %s -> %s %s", self.request.method, self.request.path, error.status, error.message)
+            self.log.info(
+                "%s %s -> %s %s",
+                self.request.method,
+                self.request.path,
+                error.status,
+                error.message,
+            )
             self.send_error(error.status, exc_info=(type(error), error, error.__traceback__))
             return
         super()._handle_request_exception(error)  # type: ignore[arg-type]
@@ -214,7 +230,9 @@ class MetricsHandler(HyperPodAPIHandler):
         self.send(await self.run(self.service.metrics, job_id))
 
 
-class LogStreamHandler(ServiceMixin, WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler):
+class LogStreamHandler(
+    ServiceMixin, WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler
+):
     """Follows a job's log: JSON frames `status`, `data`, `heartbeat`, `end`, then a close code.
 
     Query: `rank` (a number, or `all`), `offset` (bytes already received for that rank) or
@@ -265,10 +283,15 @@ class LogStreamHandler(ServiceMixin, WebSocketMixin, WebSocketHandler, Extension
         except InvalidRequest as error:
             self.close(CLOSE_BAD_REQUEST, error.message[:120])
         except HyperPodError as error:
-            self.close(CLOSE_UNAVAILABLE if error.status == 503 else CLOSE_SERVER_ERROR, error.message[:120])
+            self.close(
+                CLOSE_UNAVAILABLE if error.status == 503 else CLOSE_SERVER_ERROR,
+                error.message[:120],
+            )
         except Exception:
             self.log.exception("log stream of %s failed", job_id)
-            self.close(CLOSE_SERVER_ERROR, "server error while following the log (see the server log)")
+            self.close(
+                CLOSE_SERVER_ERROR, "server error while following the log (see the server log)"
+            )
 
     async def _stream(self, job_id: str) -> None:
         job = await self.run(self.service.job, job_id)
@@ -281,7 +304,9 @@ class LogStreamHandler(ServiceMixin, WebSocketMixin, WebSocketHandler, Extension
                 ranks = [int(rank_arg)]
                 offsets = {ranks[0]: int(self.get_argument("offset", "0") or 0)}
             except ValueError:
-                raise InvalidRequest("rank must be a number or 'all'; offset a number", field="rank") from None
+                raise InvalidRequest(
+                    "rank must be a number or 'all'; offset a number", field="rank"
+                ) from None
         follower = LogFollower(self.service, job_id, offsets, run=self.run)
         await follower.open()
         heartbeat_every = float(self.service.settings.heartbeat_interval)
@@ -294,14 +319,20 @@ class LogStreamHandler(ServiceMixin, WebSocketMixin, WebSocketHandler, Extension
                     last_check = time.monotonic()
                 if job.state != state:
                     state = job.state
-                    await self._send({"type": "status", "state": state.value, "reason": job.state_reason})
+                    await self._send(
+                        {"type": "status", "state": state.value, "reason": job.state_reason}
+                    )
                 sent = False
                 if state != JobState.PENDING:
                     for rank, offset, text in await follower.read_available(final=state.finished):
-                        await self._send({"type": "data", "rank": rank, "offset": offset, "data": text})
+                        await self._send(
+                            {"type": "data", "rank": rank, "offset": offset, "data": text}
+                        )
                         sent = True
                 if state.finished:
-                    await self._send({"type": "end", "state": state.value, "exit_code": job.exit_code})
+                    await self._send(
+                        {"type": "end", "state": state.value, "exit_code": job.exit_code}
+                    )
                     self.close(CLOSE_JOB_ENDED, f"job {state.value}")
                     return
                 if time.monotonic() - last_beat >= heartbeat_every:

@@ -41,8 +41,18 @@ class TemplateList(BaseModel):
 
 
 MODELS: list[type[BaseModel]] = [
-    ClusterInfo, NodeList, FileListing, TemplateList, JobSpec, TemplateSubmission, Rendered, Job, JobList,
-    LogSnapshot, JobMetrics, ErrorResponse,
+    ClusterInfo,
+    NodeList,
+    FileListing,
+    TemplateList,
+    JobSpec,
+    TemplateSubmission,
+    Rendered,
+    Job,
+    JobList,
+    LogSnapshot,
+    JobMetrics,
+    ErrorResponse,
 ]
 
 
@@ -65,65 +75,129 @@ def _errors(*statuses: int) -> dict[str, Any]:
 
 
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": schema,
+        "description": description,
+    }
 
 
 JOB_ID_PARAM = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}
 SUBMIT_BODY = {
     "required": True,
-    "content": {"application/json": {"schema": {"oneOf": [_ref(JobSpec), _ref(TemplateSubmission)]}}},
+    "content": {
+        "application/json": {"schema": {"oneOf": [_ref(JobSpec), _ref(TemplateSubmission)]}}
+    },
 }
 
 
 def _paths() -> dict[str, Any]:
     return {
-        "/openapi.json": {"get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}},
-        "/cluster": {"get": {"summary": "The cluster, the user, the partition and what the backend can do",
-                             "responses": {"200": _json(ClusterInfo, "Cluster"), **_errors(503)}}},
-        "/nodes": {"get": {"summary": "Nodes with state, health and GPUs",
-                           "responses": {"200": _json(NodeList, "Nodes"), **_errors(503)}}},
-        "/files": {"get": {
-            "summary": "A directory of the user's partition, paginated",
-            "parameters": [
-                _query("path", {"type": "string", "default": ""}, "Relative to the partition root"),
-                _query("offset", {"type": "integer", "minimum": 0, "default": 0}, "First entry"),
-                _query("limit", {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500}, "Page size"),
-                _query("sort", {"enum": ["name", "-name", "size", "-size", "mtime", "-mtime"], "default": "name"},
-                       "Sort key, '-' for descending"),
-            ],
-            "responses": {"200": _json(FileListing, "Listing"), **_errors(400, 404)},
-        }},
-        "/templates": {"get": {"summary": "Job templates and their parameters",
-                               "responses": {"200": _json(TemplateList, "Templates")}}},
-        "/jobs/render": {"post": {"summary": "What would be submitted (command, sbatch script or manifest)",
-                                  "requestBody": SUBMIT_BODY,
-                                  "responses": {"200": _json(Rendered, "Preview"), **_errors(400, 503)}}},
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "responses": {"200": {"description": "OpenAPI 3.1"}},
+            }
+        },
+        "/cluster": {
+            "get": {
+                "summary": "The cluster, the user, the partition and what the backend can do",
+                "responses": {"200": _json(ClusterInfo, "Cluster"), **_errors(503)},
+            }
+        },
+        "/nodes": {
+            "get": {
+                "summary": "Nodes with state, health and GPUs",
+                "responses": {"200": _json(NodeList, "Nodes"), **_errors(503)},
+            }
+        },
+        "/files": {
+            "get": {
+                "summary": "A directory of the user's partition, paginated",
+                "parameters": [
+                    _query(
+                        "path", {"type": "string", "default": ""}, "Relative to the partition root"
+                    ),
+                    _query(
+                        "offset", {"type": "integer", "minimum": 0, "default": 0}, "First entry"
+                    ),
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": 5000, "default": 500},
+                        "Page size",
+                    ),
+                    _query(
+                        "sort",
+                        {
+                            "enum": ["name", "-name", "size", "-size", "mtime", "-mtime"],
+                            "default": "name",
+                        },
+                        "Sort key, '-' for descending",
+                    ),
+                ],
+                "responses": {"200": _json(FileListing, "Listing"), **_errors(400, 404)},
+            }
+        },
+        "/templates": {
+            "get": {
+                "summary": "Job templates and their parameters",
+                "responses": {"200": _json(TemplateList, "Templates")},
+            }
+        },
+        "/jobs/render": {
+            "post": {
+                "summary": "What would be submitted (command, sbatch script or manifest)",
+                "requestBody": SUBMIT_BODY,
+                "responses": {"200": _json(Rendered, "Preview"), **_errors(400, 503)},
+            }
+        },
         "/jobs": {
-            "get": {"summary": "The user's jobs, newest first",
-                    "parameters": [
-                        _query("state", {"type": "string"}, "Comma-separated states to keep"),
-                        _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, ""),
-                        _query("offset", {"type": "integer", "minimum": 0, "default": 0}, ""),
-                    ],
-                    "responses": {"200": _json(JobList, "Jobs"), **_errors(400, 503)}},
-            "post": {"summary": "Submit a job (a spec, or a template with parameters)", "requestBody": SUBMIT_BODY,
-                     "responses": {"201": _json(Job, "The new job"), **_errors(400, 503)}},
+            "get": {
+                "summary": "The user's jobs, newest first",
+                "parameters": [
+                    _query("state", {"type": "string"}, "Comma-separated states to keep"),
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+                        "",
+                    ),
+                    _query("offset", {"type": "integer", "minimum": 0, "default": 0}, ""),
+                ],
+                "responses": {"200": _json(JobList, "Jobs"), **_errors(400, 503)},
+            },
+            "post": {
+                "summary": "Submit a job (a spec, or a template with parameters)",
+                "requestBody": SUBMIT_BODY,
+                "responses": {"201": _json(Job, "The new job"), **_errors(400, 503)},
+            },
         },
         "/jobs/{job_id}": {
             "parameters": [JOB_ID_PARAM],
-            "get": {"summary": "One job", "responses": {"200": _json(Job, "Job"), **_errors(404, 503)}},
-            "delete": {"summary": "Cancel a job (it ends CANCELLED, its processes gone)",
-                       "responses": {"200": _json(Job, "The cancelled job"), **_errors(404, 503)}},
+            "get": {
+                "summary": "One job",
+                "responses": {"200": _json(Job, "Job"), **_errors(404, 503)},
+            },
+            "delete": {
+                "summary": "Cancel a job (it ends CANCELLED, its processes gone)",
+                "responses": {"200": _json(Job, "The cancelled job"), **_errors(404, 503)},
+            },
         },
         "/jobs/{job_id}/logs": {
             "parameters": [JOB_ID_PARAM],
-            "get": {"summary": "The last lines of one rank's log (read from the end, never the whole file)",
-                    "parameters": [
-                        _query("rank", {"type": "integer", "minimum": 0, "default": 0}, ""),
-                        _query("tail", {"type": "integer", "minimum": 0, "maximum": 100000, "default": 200},
-                               "Lines"),
-                    ],
-                    "responses": {"200": _json(LogSnapshot, "Log tail"), **_errors(400, 404, 503)}},
+            "get": {
+                "summary": "The last lines of one rank's log (read from the end, never the whole file)",
+                "parameters": [
+                    _query("rank", {"type": "integer", "minimum": 0, "default": 0}, ""),
+                    _query(
+                        "tail",
+                        {"type": "integer", "minimum": 0, "maximum": 100000, "default": 200},
+                        "Lines",
+                    ),
+                ],
+                "responses": {"200": _json(LogSnapshot, "Log tail"), **_errors(400, 404, 503)},
+            },
         },
         "/jobs/{job_id}/logs/stream": {
             "parameters": [JOB_ID_PARAM],
@@ -138,7 +212,11 @@ def _paths() -> dict[str, Any]:
                 ),
                 "parameters": [
                     _query("rank", {"type": "string", "default": "0"}, "Rank number or 'all'"),
-                    _query("offset", {"type": "integer", "minimum": 0, "default": 0}, "Resume from this byte"),
+                    _query(
+                        "offset",
+                        {"type": "integer", "minimum": 0, "default": 0},
+                        "Resume from this byte",
+                    ),
                     _query("offsets", {"type": "string"}, "Per-rank offsets with rank=all"),
                 ],
                 "responses": {"101": {"description": "Switching protocols"}, **_errors()},
@@ -146,16 +224,19 @@ def _paths() -> dict[str, Any]:
         },
         "/jobs/{job_id}/metrics": {
             "parameters": [JOB_ID_PARAM],
-            "get": {"summary": "The job's MLflow metric histories (empty when none)",
-                    "responses": {"200": _json(JobMetrics, "Metrics"), **_errors(404)}},
+            "get": {
+                "summary": "The job's MLflow metric histories (empty when none)",
+                "responses": {"200": _json(JobMetrics, "Metrics"), **_errors(404)},
+            },
         },
     }
 
 
 @lru_cache(maxsize=8)
 def _document(base_url: str) -> str:
-    _, schemas = models_json_schema([(model, "serialization") for model in MODELS],
-                                    ref_template="#/components/schemas/{model}")
+    _, schemas = models_json_schema(
+        [(model, "serialization") for model in MODELS], ref_template="#/components/schemas/{model}"
+    )
     document = {
         "openapi": "3.1.0",
         "info": {
@@ -167,7 +248,9 @@ def _document(base_url: str) -> str:
         "servers": [{"url": f"{base_url.rstrip('/')}/hyperpod/api"}],
         "components": {
             "schemas": schemas.get("$defs", {}),
-            "securitySchemes": {"token": {"type": "apiKey", "in": "header", "name": "Authorization"}},
+            "securitySchemes": {
+                "token": {"type": "apiKey", "in": "header", "name": "Authorization"}
+            },
         },
         "security": [{"token": []}],
         "paths": _paths(),

@@ -80,7 +80,7 @@ class Api:
             "stream",
             params={k: str(v) for k, v in params.items()},
         )
-        frames = []
+        frames: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while True:
             message = await asyncio.wait_for(

@@ -99,7 +99,9 @@ async def test_percent_encoded_dots_in_the_url_are_caught(
 ) -> None:
     for query in ("%2E%2E%2Fsecret", "%2e%2e", "data%2F%2E%2E%2F%2E%2E", "%2Fetc"):
         response = await http_server_client.fetch(
-            f"{jp_base_url}hyperpod/api/files?path={query}", headers=jp_auth_header, raise_error=False
+            f"{jp_base_url}hyperpod/api/files?path={query}",
+            headers=jp_auth_header,
+            raise_error=False,
         )
         assert response.code == 403, query
 

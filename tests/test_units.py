@@ -43,21 +43,21 @@ def test_nul_and_good_paths(tree: Partition) -> None:
 def test_listing_pages_sorts_and_sees_changes(tree: Partition) -> None:
     for i in range(25):
         (tree.root / "a" / f"f{i:02}.txt").write_text("x" * i)
-    first = tree.list("a", offset=0, limit=10)
+    first = tree.listing("a", offset=0, limit=10)
     assert (
         first.total == 26 and first.entries[0].name == "b" and first.entries[0].type == "directory"
     )
-    assert [e.name for e in tree.list("a", offset=20, limit=10).entries] == [
+    assert [e.name for e in tree.listing("a", offset=20, limit=10).entries] == [
         f"f{i:02}.txt" for i in range(19, 25)
     ]
-    by_size = [e.name for e in tree.list("a", sort="-size").entries if e.type == "file"]
+    by_size = [e.name for e in tree.listing("a", sort="-size").entries if e.type == "file"]
     assert by_size[:2] == ["f24.txt", "f23.txt"]
     (tree.root / "a" / "new.txt").write_text("")
-    assert tree.list("a").total == 27  # the cached scan is dropped when the directory changes
+    assert tree.listing("a").total == 27  # the cached scan is dropped when the directory changes
     with pytest.raises(InvalidRequest):
-        tree.list("a", sort="colour")
+        tree.listing("a", sort="colour")
     with pytest.raises(InvalidRequest):
-        tree.list("a", limit=0)
+        tree.listing("a", limit=0)
 
 
 def test_partition_modes(tmp_path: Path) -> None:

@@ -43,15 +43,32 @@ class Server:
         self.fs = work / "fsx"
         (self.fs / "shared").mkdir(parents=True)
         repo = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "HYPERPOD_FS_ROOT": str(self.fs),
-               "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "HYPERPOD_FS_ROOT": str(self.fs),
+            "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])),
+        }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "jupyter", "server", f"--port={self.port}", "--ip=127.0.0.1",
-             f"--ServerApp.token={TOKEN}", "--ServerApp.allow_root=True", "--no-browser",
-             f"--ServerApp.root_dir={work}", "--HyperPodApp.orchestrator=local",
-             "--ServerApp.jpserver_extensions={'jupyter_hyperpod': True}",
-             f"--HyperPodApp.job_store={work / 'jobs.sqlite'}", "--ServerApp.log_level=WARN"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "server",
+                f"--port={self.port}",
+                "--ip=127.0.0.1",
+                f"--ServerApp.token={TOKEN}",
+                "--ServerApp.allow_root=True",
+                "--no-browser",
+                f"--ServerApp.root_dir={work}",
+                "--HyperPodApp.orchestrator=local",
+                "--ServerApp.jpserver_extensions={'jupyter_hyperpod': True}",
+                f"--HyperPodApp.job_store={work / 'jobs.sqlite'}",
+                "--ServerApp.log_level=WARN",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -68,13 +85,17 @@ class Server:
         return f"http://127.0.0.1:{self.port}/"
 
     def get(self, path: str) -> bytes:
-        request = urllib.request.Request(self.url + path, headers={"Authorization": f"token {TOKEN}"})
+        request = urllib.request.Request(
+            self.url + path, headers={"Authorization": f"token {TOKEN}"}
+        )
         with urllib.request.urlopen(request, timeout=600) as response:
             return response.read()  # type: ignore[no-any-return]
 
     def post(self, path: str, body: dict) -> dict:
         request = urllib.request.Request(
-            self.url + path, data=json.dumps(body).encode(), method="POST",
+            self.url + path,
+            data=json.dumps(body).encode(),
+            method="POST",
             headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
@@ -119,7 +140,9 @@ def bench_listing(server: Server, entries: int) -> list[tuple[str, float]]:
 
     cold = timed(api_cold, 3)
     warm = timed(lambda: server.get("hyperpod/api/files?path=many&offset=50000&limit=500"), 3)
-    contents = timed(lambda: server.get(f"api/contents/{directory.relative_to(server.fs.parent)}?content=1"), 1)
+    contents = timed(
+        lambda: server.get(f"api/contents/{directory.relative_to(server.fs.parent)}?content=1"), 1
+    )
     return [
         (f"os.scandir + stat + sort, {entries:,} entries", raw),
         ("API first page (cold: scan + stat + sort)", cold),
@@ -153,8 +176,11 @@ def bench_tail(server: Server, gigabytes: float) -> list[tuple[str, float]]:
     body = json.loads(server.get(path))
     assert body["text"].count("\n") == 1000, "tail returned the wrong number of lines"
     elapsed = timed(lambda: server.get(path), 5)
-    request = urllib.request.Request(server.url + f"hyperpod/api/jobs/{job['id']}", method="DELETE",
-                                     headers={"Authorization": f"token {TOKEN}"})
+    request = urllib.request.Request(
+        server.url + f"hyperpod/api/jobs/{job['id']}",
+        method="DELETE",
+        headers={"Authorization": f"token {TOKEN}"},
+    )
     urllib.request.urlopen(request, timeout=60).read()
     return [(f"API tail=1000 of a {size / 1024**3:.2f} GB log", elapsed)]
 
@@ -214,12 +240,20 @@ def bench_follow(server: Server, lines: int) -> list[tuple[str, float]]:
     direct = timed(read_file_directly, 3)
     api_seconds = (last or time.perf_counter()) - (first or time.perf_counter())
     rows = [
-        (f"API WebSocket follow: {lines:,} lines -> {lines / api_seconds:,.0f} lines/s", api_seconds),
+        (
+            f"API WebSocket follow: {lines:,} lines -> {lines / api_seconds:,.0f} lines/s",
+            api_seconds,
+        ),
         (f"Reading the file directly: {lines / direct:,.0f} lines/s", direct),
     ]
     if latencies:
-        rows.append((f"API write-to-client latency, median of {len(latencies)} (max "
-                     f"{max(latencies) * 1000:.1f} ms)", statistics.median(latencies)))
+        rows.append(
+            (
+                f"API write-to-client latency, median of {len(latencies)} (max "
+                f"{max(latencies) * 1000:.1f} ms)",
+                statistics.median(latencies),
+            )
+        )
     return rows
 
 
@@ -243,7 +277,9 @@ def poll_latency(path: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--log-gb", type=float, default=1.0)
     parser.add_argument("--follow-lines", type=int, default=500_000)

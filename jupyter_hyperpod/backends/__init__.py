@@ -23,7 +23,9 @@ def backend_class(kind: str) -> type[Orchestrator]:
     try:
         target = BACKENDS[kind]
     except KeyError:
-        raise InvalidRequest(f"unknown orchestrator '{kind}' (known: {', '.join(BACKENDS)})") from None
+        raise InvalidRequest(
+            f"unknown orchestrator '{kind}' (known: {', '.join(BACKENDS)})"
+        ) from None
     module_name, _, class_name = target.partition(":")
     return getattr(importlib.import_module(module_name), class_name)  # type: ignore[no-any-return]
 
@@ -41,7 +43,9 @@ def detect_orchestrator() -> str:
     sinfo = shutil.which("sinfo")
     if sinfo:
         try:
-            result = subprocess.run([sinfo, "-h", "-o", "%P"], capture_output=True, timeout=5, check=False)
+            result = subprocess.run(
+                [sinfo, "-h", "-o", "%P"], capture_output=True, timeout=5, check=False
+            )
         except (OSError, subprocess.TimeoutExpired):
             result = None
         if result is not None and result.returncode == 0:

@@ -186,5 +186,5 @@ class Orchestrator(LoggingConfigurable):
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         raise NotImplementedError
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Stop background threads."""

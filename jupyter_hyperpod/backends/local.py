@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -33,7 +34,10 @@ def detect_gpus() -> list[tuple[int, str]]:
     try:
         result = subprocess.run(
             [smi, "--query-gpu=index,name", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return []
@@ -79,7 +83,10 @@ class LocalOrchestrator(Orchestrator):
         return Capabilities(multi_node=False, gpus=bool(self._gpus), render_format="command")
 
     def details(self) -> dict[str, Any]:
-        return {"max_parallel_jobs": self.settings.local_max_parallel_jobs, "python": sys.executable}
+        return {
+            "max_parallel_jobs": self.settings.local_max_parallel_jobs,
+            "python": sys.executable,
+        }
 
     def list_nodes(self) -> list[Node]:
         running = self._running_jobs()
@@ -99,7 +106,9 @@ class LocalOrchestrator(Orchestrator):
                 cpus=cpus,
                 memory_mb=memory.total // (1024 * 1024),
                 gpus=GpuCount(
-                    total=len(self._gpus), allocated=allocated_gpus, type=self._gpus[0][1] if self._gpus else None
+                    total=len(self._gpus),
+                    allocated=allocated_gpus,
+                    type=self._gpus[0][1] if self._gpus else None,
                 ),
                 partitions=["local"],
             )
@@ -112,12 +121,18 @@ class LocalOrchestrator(Orchestrator):
             raise InvalidRequest("the local cluster has one node: set nodes to 1", field="nodes")
         if spec.gpus_per_node > len(self._gpus):
             have = f"{len(self._gpus)} GPU(s)" if self._gpus else "no GPU"
-            raise InvalidRequest(f"this machine has {have}; ask for at most {len(self._gpus)}", field="gpus_per_node")
+            raise InvalidRequest(
+                f"this machine has {have}; ask for at most {len(self._gpus)}", field="gpus_per_node"
+            )
         warnings = []
         if spec.image:
-            warnings.append("the local cluster runs on this machine directly: the container image is ignored")
+            warnings.append(
+                "the local cluster runs on this machine directly: the container image is ignored"
+            )
         if spec.launcher == "torchrun":
-            warnings.append("the local cluster starts the ranks itself, with the variables torchrun sets")
+            warnings.append(
+                "the local cluster starts the ranks itself, with the variables torchrun sets"
+            )
         return warnings
 
     def _argv(self, launch: Launch) -> list[str]:
@@ -138,7 +153,9 @@ class LocalOrchestrator(Orchestrator):
             log = shell_join([f"{launch.job_dir}/rank-{rank}.log"])
             lines.append(f"RANK={rank} LOCAL_RANK={rank} {program} > {log} 2>&1 &")
         lines.append("wait  # the job fails as soon as one rank fails; the other ranks are stopped")
-        return RenderedJob(format="command", language="shell", text="\n".join(lines) + "\n", warnings=warnings)
+        return RenderedJob(
+            format="command", language="shell", text="\n".join(lines) + "\n", warnings=warnings
+        )
 
     def submit(self, launch: Launch) -> JobUpdate:
         self._check(launch)
@@ -155,16 +172,28 @@ class LocalOrchestrator(Orchestrator):
         (job_dir / LAUNCH_FILE).write_text(json.dumps(payload), encoding="utf-8")
         data = {"job_dir": str(job_dir), "world_size": launch.spec.world_size}
         ranks = [
-            RankInfo(rank=r, node=socket.gethostname(), state="PENDING", log=str(job_dir / f"rank-{r}.log"))
+            RankInfo(
+                rank=r,
+                node=socket.gethostname(),
+                state="PENDING",
+                log=str(job_dir / f"rank-{r}.log"),
+            )
             for r in range(launch.spec.world_size)
         ]
         with self._lock:
             self._pending.append(launch.job_id)
             started = self._start_if_free(launch.job_id, job_dir, launch.spec.gpus_per_node)
         if started:
-            return JobUpdate(state=JobState.RUNNING, backend_id=started["pgid"], started=time.time(),
-                             ranks=ranks, data={**data, **started})
-        return JobUpdate(state=JobState.PENDING, state_reason=self._queue_reason(), ranks=ranks, data=data)
+            return JobUpdate(
+                state=JobState.RUNNING,
+                backend_id=started["pgid"],
+                started=time.time(),
+                ranks=ranks,
+                data={**data, **started},
+            )
+        return JobUpdate(
+            state=JobState.PENDING, state_reason=self._queue_reason(), ranks=ranks, data=data
+        )
 
     def _queue_reason(self) -> str:
         limit = self.settings.local_max_parallel_jobs
@@ -201,8 +230,11 @@ class LocalOrchestrator(Orchestrator):
         supervisor_log = open(job_dir / "supervisor.log", "ab")  # noqa: SIM115
         child = subprocess.Popen(
             [sys.executable, "-m", "jupyter_hyperpod.backends.local_runner", str(job_dir)],
-            stdin=subprocess.DEVNULL, stdout=supervisor_log, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=supervisor_log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
         )
         supervisor_log.close()
         self._children[job_id] = child
@@ -214,7 +246,11 @@ class LocalOrchestrator(Orchestrator):
         updates: dict[str, JobUpdate] = {}
         with self._lock:
             for job in sorted(jobs, key=lambda j: j.created):
-                if job.state == JobState.PENDING and job.id not in self._pending and not job.data.get("pid"):
+                if (
+                    job.state == JobState.PENDING
+                    and job.id not in self._pending
+                    and not job.data.get("pid")
+                ):
                     self._pending.append(job.id)  # found again after a server restart
             for job in sorted(jobs, key=lambda j: j.created):
                 update = self._refresh_one(job)
@@ -228,24 +264,42 @@ class LocalOrchestrator(Orchestrator):
             started = self._start_if_free(job.id, job_dir, job.spec.gpus_per_node)
             if not started:
                 return JobUpdate(state_reason=self._queue_reason())
-            return JobUpdate(state=JobState.RUNNING, backend_id=started["pgid"], started=time.time(),
-                             state_reason=None, data=started)
+            return JobUpdate(
+                state=JobState.RUNNING,
+                backend_id=started["pgid"],
+                started=time.time(),
+                state_reason=None,
+                data=started,
+            )
         status = read_status(job_dir) or {}
         state = status.get("state")
         ranks = self._ranks(job, status)
         if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
             self._active.pop(job.id, None)
             self._wait_supervisor(job.id, job.data.get("pid"), job_dir)
-            return JobUpdate(state=JobState(state), exit_code=status.get("exit_code"), ended=status.get("ended"),
-                             state_reason=status.get("reason"), ranks=ranks)
+            return JobUpdate(
+                state=JobState(state),
+                exit_code=status.get("exit_code"),
+                ended=status.get("ended"),
+                state_reason=status.get("reason"),
+                ranks=ranks,
+            )
         pid = job.data.get("pid")
-        if not _pid_alive(pid, job_dir) and (job.id not in self._children or self._children[job.id].poll() is not None):
+        if not _pid_alive(pid, job_dir) and (
+            job.id not in self._children or self._children[job.id].poll() is not None
+        ):
             self._children.pop(job.id, None)
             self._active.pop(job.id, None)
             cancelled = (job_dir / "cancel").exists()
             final = JobState.CANCELLED if cancelled else JobState.FAILED
-            reason = "cancelled by the user" if cancelled else "the job's supervisor stopped unexpectedly (machine restart?)"
-            write_status(job_dir, {**status, "state": final.value, "reason": reason, "ended": time.time()})
+            reason = (
+                "cancelled by the user"
+                if cancelled
+                else "the job's supervisor stopped unexpectedly (machine restart?)"
+            )
+            write_status(
+                job_dir, {**status, "state": final.value, "reason": reason, "ended": time.time()}
+            )
             return JobUpdate(state=final, state_reason=reason, ended=time.time(), ranks=ranks)
         self._active[job.id] = job_dir
         return JobUpdate(state=JobState.RUNNING, started=status.get("started"), ranks=ranks)
@@ -283,15 +337,24 @@ class LocalOrchestrator(Orchestrator):
         with self._lock:
             if job.id in self._pending:
                 self._pending.remove(job.id)
-                write_status(job_dir, {"state": "CANCELLED", "reason": "cancelled before it started",
-                                       "ended": time.time()})
-                return JobUpdate(state=JobState.CANCELLED, state_reason="cancelled before it started",
-                                 ended=time.time())
+                write_status(
+                    job_dir,
+                    {
+                        "state": "CANCELLED",
+                        "reason": "cancelled before it started",
+                        "ended": time.time(),
+                    },
+                )
+                return JobUpdate(
+                    state=JobState.CANCELLED,
+                    state_reason="cancelled before it started",
+                    ended=time.time(),
+                )
         pid = job.data.get("pid")
-        if _pid_alive(pid, job_dir):
+        if pid and _pid_alive(pid, job_dir):
             self._signal_group(int(pid), signal.SIGTERM)
             deadline = time.monotonic() + CANCEL_GRACE_SECONDS
-            while time.monotonic() < deadline and (read_status(job_dir) or {}).get("state") in ("STARTING", "RUNNING"):
+            while time.monotonic() < deadline and self._still_running(job_dir):
                 time.sleep(0.05)
             # Whatever is left in the group (the supervisor included) goes now.
             self._signal_group(int(pid), signal.SIGKILL)
@@ -303,16 +366,22 @@ class LocalOrchestrator(Orchestrator):
         if status.get("state") not in ("SUCCEEDED", "FAILED", "CANCELLED"):
             status.update(state="CANCELLED", reason="cancelled by the user", ended=time.time())
             write_status(job_dir, status)
-        return JobUpdate(state=JobState(status["state"]), state_reason=status.get("reason"),
-                         ended=status.get("ended"), exit_code=status.get("exit_code"),
-                         ranks=self._ranks(job, status))
+        return JobUpdate(
+            state=JobState(status["state"]),
+            state_reason=status.get("reason"),
+            ended=status.get("ended"),
+            exit_code=status.get("exit_code"),
+            ranks=self._ranks(job, status),
+        )
+
+    @staticmethod
+    def _still_running(job_dir: Path) -> bool:
+        return (read_status(job_dir) or {}).get("state") in ("STARTING", "RUNNING")
 
     @staticmethod
     def _signal_group(pgid: int, signum: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         return FileLogReader(Path(job.data["job_dir"]) / f"rank-{rank}.log")

@@ -48,7 +48,9 @@ def exit_code_of(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def rank_environment(base: dict[str, str], rank: int, world: int, port: int, run_id: str) -> dict[str, str]:
+def rank_environment(
+    base: dict[str, str], rank: int, world: int, port: int, run_id: str
+) -> dict[str, str]:
     env = dict(base)
     env.update(
         RANK=str(rank),
@@ -77,7 +79,10 @@ class Supervisor:
         self.cancelled = False
         prior = read_status(job_dir) or {}
         self.status: dict[str, Any] = {
-            "state": "RUNNING", "pid": os.getpid(), "pgid": os.getpgid(0), "gpus": prior.get("gpus", [])
+            "state": "RUNNING",
+            "pid": os.getpid(),
+            "pgid": os.getpgid(0),
+            "gpus": prior.get("gpus", []),
         }
 
     def _on_term(self, signum: int, frame: Any) -> None:
@@ -108,7 +113,9 @@ class Supervisor:
                 return self._finish("FAILED", 127, f"rank {rank} could not start: {error.strerror}")
             log.close()
             self.ranks.append(process)
-            self.status["ranks"].append({"rank": rank, "pid": process.pid, "state": "RUNNING", "exit_code": None})
+            self.status["ranks"].append(
+                {"rank": rank, "pid": process.pid, "state": "RUNNING", "exit_code": None}
+            )
         write_status(self.job_dir, self.status)
         return self._watch()
 
@@ -118,7 +125,7 @@ class Supervisor:
                 self._stop_ranks()
                 return self._finish("CANCELLED", None, "cancelled by the user")
             running = 0
-            for info, process in zip(self.status["ranks"], self.ranks):
+            for info, process in zip(self.status["ranks"], self.ranks, strict=True):
                 code = process.poll()
                 if code is None:
                     running += 1
@@ -146,7 +153,7 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        for info, process in zip(self.status["ranks"], self.ranks):
+        for info, process in zip(self.status["ranks"], self.ranks, strict=True):
             if info["exit_code"] is None:
                 info["exit_code"] = exit_code_of(process.returncode)
                 info["state"] = "CANCELLED" if self.cancelled else "STOPPED"

@@ -37,14 +37,20 @@ class StrictModel(BaseModel):
 class GpuCount(BaseModel):
     total: int = 0
     allocated: int = 0
-    type: str | None = Field(None, description="GPU model or GRES type, e.g. 'a100' or 'nvidia.com/gpu'")
+    type: str | None = Field(
+        None, description="GPU model or GRES type, e.g. 'a100' or 'nvidia.com/gpu'"
+    )
 
 
 class Node(BaseModel):
     name: str
-    state: str = Field(description="Orchestrator state: idle, mixed, allocated, drained, down, ready, not-ready...")
+    state: str = Field(
+        description="Orchestrator state: idle, mixed, allocated, drained, down, ready, not-ready..."
+    )
     health: Literal["healthy", "degraded", "unhealthy", "unknown"] = "unknown"
-    health_detail: str | None = Field(None, description="Why the node is not healthy (drain reason, health label)")
+    health_detail: str | None = Field(
+        None, description="Why the node is not healthy (drain reason, health label)"
+    )
     instance_type: str | None = None
     instance_group: str | None = None
     cpus: int = 0
@@ -74,9 +80,12 @@ class FileSystemInfo(BaseModel):
     partition: str = Field(description="The user's partition, absolute on this machine")
     partition_mode: str
     contents_path: str | None = Field(
-        None, description="The partition as a JupyterLab contents path, when it is inside the server root"
+        None,
+        description="The partition as a JupyterLab contents path, when it is inside the server root",
     )
-    fsx: dict[str, Any] | None = Field(None, description="FSx for Lustre details when discovered through AWS")
+    fsx: dict[str, Any] | None = Field(
+        None, description="FSx for Lustre details when discovered through AWS"
+    )
 
 
 class ClusterInfo(BaseModel):
@@ -87,7 +96,9 @@ class ClusterInfo(BaseModel):
     capabilities: Capabilities
     mlflow_uri: str | None = None
     default_template: str | None = None
-    details: dict[str, Any] = Field(default_factory=dict, description="Backend-specific facts (AWS cluster ARN...)")
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="Backend-specific facts (AWS cluster ARN...)"
+    )
 
 
 class FileEntry(BaseModel):
@@ -98,7 +109,9 @@ class FileEntry(BaseModel):
 
 
 class FileListing(BaseModel):
-    path: str = Field(description="Partition-relative path of the listed directory ('' is the partition root)")
+    path: str = Field(
+        description="Partition-relative path of the listed directory ('' is the partition root)"
+    )
     entries: list[FileEntry]
     total: int
     offset: int
@@ -109,8 +122,12 @@ class FileListing(BaseModel):
 class JobSpec(StrictModel):
     """A job, as the panel, the magics, the CLI and the REST API all submit it."""
 
-    name: str = Field(pattern=JOB_NAME_PATTERN, description="Lowercase letters, digits and '-' (RFC 1123)")
-    command: list[str] = Field(min_length=1, description="Program and arguments; a .py program runs with Python")
+    name: str = Field(
+        pattern=JOB_NAME_PATTERN, description="Lowercase letters, digits and '-' (RFC 1123)"
+    )
+    command: list[str] = Field(
+        min_length=1, description="Program and arguments; a .py program runs with Python"
+    )
     workdir: str = Field("", description="Working directory, relative to the partition root")
     nodes: int = Field(1, ge=1, le=4096)
     procs_per_node: int = Field(1, ge=1, le=256, description="Processes (ranks) per node")
@@ -124,14 +141,20 @@ class JobSpec(StrictModel):
     time_limit_minutes: int | None = Field(None, ge=1, le=60 * 24 * 60)
     queue: str | None = Field(None, description="Slurm partition or Kubernetes queue name")
     image: str | None = Field(None, description="Container image (Kubernetes)")
-    kind: str | None = Field(None, description="Kubernetes job kind: PyTorchJob or HyperPodPyTorchJob")
+    kind: str | None = Field(
+        None, description="Kubernetes job kind: PyTorchJob or HyperPodPyTorchJob"
+    )
     namespace: str | None = Field(
-        None, pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description="Kubernetes namespace (one the admin allows)"
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="Kubernetes namespace (one the admin allows)",
     )
     auto_resume: bool = Field(False, description="Restart on node failure (HyperPod auto-resume)")
     max_retries: int = Field(0, ge=0, le=100)
     efa_per_node: int = Field(0, ge=0, le=32)
-    healthy_nodes_only: bool = Field(False, description="Only schedule on nodes that passed health checks")
+    healthy_nodes_only: bool = Field(
+        False, description="Only schedule on nodes that passed health checks"
+    )
     template: str | None = Field(None, description="The template this spec was built from, if any")
     params: dict[str, Any] = Field(default_factory=dict, description="The template parameters used")
 
@@ -216,7 +239,9 @@ class Job(BaseModel):
     name: str
     user: str
     orchestrator: str
-    backend_id: str | None = Field(None, description="Slurm job id, Kubernetes object name, local process group")
+    backend_id: str | None = Field(
+        None, description="Slurm job id, Kubernetes object name, local process group"
+    )
     state: JobState
     state_reason: str | None = None
     created: float
@@ -225,7 +250,9 @@ class Job(BaseModel):
     exit_code: int | None = None
     ranks: list[RankInfo] = Field(default_factory=list)
     spec: JobSpec
-    events: list[str] = Field(default_factory=list, description="Recent orchestrator events for this job")
+    events: list[str] = Field(
+        default_factory=list, description="Recent orchestrator events for this job"
+    )
     mlflow_run_url: str | None = None
 
 
@@ -237,7 +264,9 @@ class JobList(BaseModel):
 class LogSnapshot(BaseModel):
     rank: int
     text: str
-    start_offset: int = Field(description="Byte offset of the first character of text in the rank's log")
+    start_offset: int = Field(
+        description="Byte offset of the first character of text in the rank's log"
+    )
     offset: int = Field(description="Byte offset just after text: follow from here")
     truncated: bool = Field(description="True when older lines exist before text")
 

@@ -62,7 +62,9 @@ def validation_error(error: ValidationError, prefix: str = "") -> InvalidRequest
 
 
 class HyperPodService:
-    def __init__(self, settings: HyperPodSettings, orchestrator: Orchestrator | None = None) -> None:
+    def __init__(
+        self, settings: HyperPodSettings, orchestrator: Orchestrator | None = None
+    ) -> None:
         self.settings = settings
         self.fs_root = Path(settings.shared_fs_root).expanduser()
         self.fs_root.mkdir(parents=True, exist_ok=True)
@@ -72,7 +74,9 @@ class HyperPodService:
         self.store = JobStore(settings.job_store)
         self.orchestrator = orchestrator or create_orchestrator(settings.orchestrator, settings)
         self.cluster_root = PurePosixPath(
-            settings.cluster_fs_root or self.orchestrator.default_cluster_fs_root or str(self.fs_root)
+            settings.cluster_fs_root
+            or self.orchestrator.default_cluster_fs_root
+            or str(self.fs_root)
         )
         self._cluster_name: str | None = None
         self._refresh_lock = threading.Lock()
@@ -86,7 +90,11 @@ class HyperPodService:
     def to_cluster(self, path: Path) -> str:
         """An absolute path on this machine as the cluster's jobs see it."""
         relative = path.resolve().relative_to(self.fs_root)
-        return str(self.cluster_root / relative.as_posix()) if relative.parts else str(self.cluster_root)
+        return (
+            str(self.cluster_root / relative.as_posix())
+            if relative.parts
+            else str(self.cluster_root)
+        )
 
     def _translate_text(self, value: str) -> str:
         """Rewrite an IDE path prefix inside an argument or env value (`--out=/home/.../fs/x`)."""
@@ -106,7 +114,7 @@ class HyperPodService:
         uri = job_uri or self.mlflow_uri_for_jobs
         prefix = f"sqlite:///{self.cluster_root}/"
         if uri.startswith(prefix):
-            return f"sqlite:///{self.fs_root}/{uri[len(prefix):]}"
+            return f"sqlite:///{self.fs_root}/{uri[len(prefix) :]}"
         return uri
 
     # -- cluster -------------------------------------------------------------------------
@@ -150,8 +158,10 @@ class HyperPodService:
     def nodes(self) -> list[Node]:
         return self.orchestrator.list_nodes()
 
-    def list_files(self, path: str = "", offset: int = 0, limit: int = 500, sort: str = "name") -> FileListing:
-        return self.partition.list(path, offset=offset, limit=limit, sort=sort)
+    def list_files(
+        self, path: str = "", offset: int = 0, limit: int = 500, sort: str = "name"
+    ) -> FileListing:
+        return self.partition.listing(path, offset=offset, limit=limit, sort=sort)
 
     # -- templates and specs -------------------------------------------------------------
     def templates(self) -> list[TemplateInfo]:
@@ -214,8 +224,13 @@ class HyperPodService:
     def render(self, body: Any) -> Rendered:
         spec = self.spec_from_body(body)
         rendered = self.orchestrator.render(self._launch(spec, f"{spec.name}-xxxxxx"))
-        return Rendered(format=rendered.format, language=rendered.language, text=rendered.text, spec=spec,
-                        warnings=rendered.warnings)
+        return Rendered(
+            format=rendered.format,
+            language=rendered.language,
+            text=rendered.text,
+            spec=spec,
+            warnings=rendered.warnings,
+        )
 
     # -- jobs ----------------------------------------------------------------------------
     def submit(self, body: Any) -> Job:
@@ -233,7 +248,11 @@ class HyperPodService:
             spec=spec,
         )
         job = _apply(job, update)
-        self.store.insert(job, self.cluster_name, {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"], **(update.data or {})})
+        self.store.insert(
+            job,
+            self.cluster_name,
+            {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"], **(update.data or {})},
+        )
         return job
 
     def refresh(self, *, max_age: float = 0.5) -> None:
@@ -261,7 +280,16 @@ class HyperPodService:
     def _save(self, job: Job, data: dict[str, Any], update: JobUpdate) -> Job:
         updated = _apply(job, update)
         changes: dict[str, Any] = {}
-        for field in ("state", "state_reason", "backend_id", "started", "ended", "exit_code", "ranks", "events"):
+        for field in (
+            "state",
+            "state_reason",
+            "backend_id",
+            "started",
+            "ended",
+            "exit_code",
+            "ranks",
+            "events",
+        ):
             if getattr(updated, field) != getattr(job, field):
                 changes[field] = getattr(updated, field)
         if update.data:
@@ -269,21 +297,31 @@ class HyperPodService:
         self.store.update(job.id, **changes)
         return updated
 
-    def jobs(self, *, states: list[JobState] | None = None, limit: int = 100, offset: int = 0) -> JobList:
+    def jobs(
+        self, *, states: list[JobState] | None = None, limit: int = 100, offset: int = 0
+    ) -> JobList:
         if not 1 <= limit <= 1000:
             raise InvalidRequest("limit must be between 1 and 1000", field="limit")
         if offset < 0:
             raise InvalidRequest("offset cannot be negative", field="offset")
         self.refresh()
         rows, total = self.store.query(
-            orchestrator=self.orchestrator.kind, cluster=self.cluster_name, user=self.settings.user,
-            states=states, limit=limit, offset=offset,
+            orchestrator=self.orchestrator.kind,
+            cluster=self.cluster_name,
+            user=self.settings.user,
+            states=states,
+            limit=limit,
+            offset=offset,
         )
         return JobList(jobs=[job for job, _, _ in rows], total=total)
 
     def _get(self, job_id: str) -> tuple[Job, dict[str, Any]]:
         found = self.store.get(job_id)
-        if found is None or found[0].user != self.settings.user or found[0].orchestrator != self.orchestrator.kind:
+        if (
+            found is None
+            or found[0].user != self.settings.user
+            or found[0].orchestrator != self.orchestrator.kind
+        ):
             raise NotFound(f"no job '{job_id}' on this cluster", field="id")
         return found[0], found[2]
 
@@ -306,7 +344,9 @@ class HyperPodService:
     # -- logs and metrics ----------------------------------------------------------------
     def _check_rank(self, job: Job, rank: int) -> None:
         if not 0 <= rank < job.spec.world_size:
-            raise InvalidRequest(f"rank must be between 0 and {job.spec.world_size - 1}", field="rank")
+            raise InvalidRequest(
+                f"rank must be between 0 and {job.spec.world_size - 1}", field="rank"
+            )
 
     def log_reader(self, job_id: str, rank: int = 0) -> LogReader:
         job, data = self._get(job_id)
@@ -321,8 +361,13 @@ class HyperPodService:
             data, start, end = reader.tail(tail)
         finally:
             reader.close()
-        return LogSnapshot(rank=rank, text=data.decode("utf-8", "replace"), start_offset=start, offset=end,
-                           truncated=start > 0)
+        return LogSnapshot(
+            rank=rank,
+            text=data.decode("utf-8", "replace"),
+            start_offset=start,
+            offset=end,
+            truncated=start > 0,
+        )
 
     def metrics(self, job_id: str) -> JobMetrics:
         job, data = self._get(job_id)
@@ -332,8 +377,15 @@ class HyperPodService:
 
 
 def _stored(job: Job, data: dict[str, Any]) -> StoredJob:
-    return StoredJob(id=job.id, spec=job.spec, state=job.state, backend_id=job.backend_id, created=job.created,
-                     started=job.started, data=data)
+    return StoredJob(
+        id=job.id,
+        spec=job.spec,
+        state=job.state,
+        backend_id=job.backend_id,
+        created=job.created,
+        started=job.started,
+        data=data,
+    )
 
 
 def _apply(job: Job, update: JobUpdate) -> Job:

@@ -52,19 +52,33 @@ class HyperPodSettings(Configurable):
         config=True,
         help="User name. Default: UserProfileName from Studio's metadata file, else the OS user.",
     )
-    studio_metadata_path = Unicode(STUDIO_METADATA, config=True, help="SageMaker Studio's metadata file.")
-    job_store = Unicode("", config=True, help="SQLite file of the job history. Default: <jupyter data dir>/hyperpod/jobs.sqlite")
+    studio_metadata_path = Unicode(
+        STUDIO_METADATA, config=True, help="SageMaker Studio's metadata file."
+    )
+    job_store = Unicode(
+        "",
+        config=True,
+        help="SQLite file of the job history. Default: <jupyter data dir>/hyperpod/jobs.sqlite",
+    )
     mlflow_tracking_uri = Unicode(
         "",
         config=True,
         help="MLflow tracking URI given to jobs and read for metrics: sqlite:///..., http(s)://... or a "
         "SageMaker MLflow ARN. Default: $MLFLOW_TRACKING_URI, else sqlite in the partition.",
     )
-    local_max_parallel_jobs = Int(2, config=True, help="Local backend: jobs running at once; more wait PENDING.")
+    local_max_parallel_jobs = Int(
+        2, config=True, help="Local backend: jobs running at once; more wait PENDING."
+    )
     default_template = Unicode("script", config=True, help="Template the submit form starts with.")
-    cluster_python = Unicode("python3", config=True, help="Python interpreter on the cluster's nodes.")
-    refresh_interval = Float(2.0, config=True, help="Seconds between job status refreshes on the server.")
-    heartbeat_interval = Float(15.0, config=True, help="Seconds between heartbeats on a followed log stream.")
+    cluster_python = Unicode(
+        "python3", config=True, help="Python interpreter on the cluster's nodes."
+    )
+    refresh_interval = Float(
+        2.0, config=True, help="Seconds between job status refreshes on the server."
+    )
+    heartbeat_interval = Float(
+        15.0, config=True, help="Seconds between heartbeats on a followed log stream."
+    )
 
     @default("shared_fs_root")
     def _default_fs_root(self) -> str:

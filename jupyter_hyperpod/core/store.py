@@ -49,7 +49,9 @@ class JobStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
+        self._db = sqlite3.connect(
+            self.path, check_same_thread=False, timeout=30, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
@@ -72,10 +74,22 @@ class JobStore:
             cursor.execute(
                 f"INSERT INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    job.id, job.name, job.user, job.orchestrator, cluster, job.backend_id, job.state.value,
-                    job.state_reason, job.created, job.started, job.ended, job.exit_code,
-                    _dump([r.model_dump() for r in job.ranks]), _dump(job.events),
-                    job.spec.model_dump_json(), _dump(data),
+                    job.id,
+                    job.name,
+                    job.user,
+                    job.orchestrator,
+                    cluster,
+                    job.backend_id,
+                    job.state.value,
+                    job.state_reason,
+                    job.created,
+                    job.started,
+                    job.ended,
+                    job.exit_code,
+                    _dump([r.model_dump() for r in job.ranks]),
+                    _dump(job.events),
+                    job.spec.model_dump_json(),
+                    _dump(data),
                 ),
             )
 
@@ -88,14 +102,18 @@ class JobStore:
             if key == "state":
                 encoded[key] = JobState(value).value
             elif key == "ranks":
-                encoded[key] = _dump([r.model_dump() if isinstance(r, RankInfo) else r for r in value])
+                encoded[key] = _dump(
+                    [r.model_dump() if isinstance(r, RankInfo) else r for r in value]
+                )
             elif key in ("events", "data"):
                 encoded[key] = _dump(value)
             else:
                 encoded[key] = value
         assignments = ", ".join(f"{key} = ?" for key in encoded)
         with self._cursor() as cursor:
-            cursor.execute(f"UPDATE jobs SET {assignments} WHERE id = ?", (*encoded.values(), job_id))
+            cursor.execute(
+                f"UPDATE jobs SET {assignments} WHERE id = ?", (*encoded.values(), job_id)
+            )
 
     def get(self, job_id: str) -> tuple[Job, str, dict[str, Any]] | None:
         with self._cursor() as cursor:
@@ -132,12 +150,38 @@ def _dump(value: Any) -> str:
 
 
 def _decode(row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
-    (job_id, name, user, orchestrator, cluster, backend_id, state, reason, created, started, ended,
-     exit_code, ranks, events, spec, data) = row
+    (
+        job_id,
+        name,
+        user,
+        orchestrator,
+        cluster,
+        backend_id,
+        state,
+        reason,
+        created,
+        started,
+        ended,
+        exit_code,
+        ranks,
+        events,
+        spec,
+        data,
+    ) = row
     job = Job(
-        id=job_id, name=name, user=user, orchestrator=orchestrator, backend_id=backend_id,
-        state=JobState(state), state_reason=reason, created=created, started=started, ended=ended,
-        exit_code=exit_code, ranks=[RankInfo(**r) for r in json.loads(ranks)], events=json.loads(events),
+        id=job_id,
+        name=name,
+        user=user,
+        orchestrator=orchestrator,
+        backend_id=backend_id,
+        state=JobState(state),
+        state_reason=reason,
+        created=created,
+        started=started,
+        ended=ended,
+        exit_code=exit_code,
+        ranks=[RankInfo(**r) for r in json.loads(ranks)],
+        events=json.loads(events),
         spec=JobSpec.model_validate_json(spec),
     )
     return job, cluster, json.loads(data)

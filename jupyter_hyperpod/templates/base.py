@@ -39,7 +39,9 @@ def check_params(declared: list[TemplateParam], given: dict[str, Any]) -> dict[s
     known = {param.name: param for param in declared}
     for key in given:
         if key not in known:
-            raise InvalidRequest(f"unknown parameter '{key}' (known: {', '.join(known)})", field=f"params.{key}")
+            raise InvalidRequest(
+                f"unknown parameter '{key}' (known: {', '.join(known)})", field=f"params.{key}"
+            )
     result: dict[str, Any] = {}
     for param in declared:
         value = given.get(param.name, param.default)
@@ -74,10 +76,18 @@ def _coerce(param: TemplateParam, value: Any) -> Any:
             if "\x00" in text:
                 raise InvalidRequest(f"{param.title} contains a NUL byte", field=field)
             if param.type == "choice" and param.choices and text not in param.choices:
-                raise InvalidRequest(f"{param.title} must be one of: {', '.join(param.choices)}", field=field)
+                raise InvalidRequest(
+                    f"{param.title} must be one of: {', '.join(param.choices)}", field=field
+                )
             return text
     except (TypeError, ValueError):
-        kind = "a whole number" if param.type == "integer" else "a number" if param.type == "number" else "true or false"
+        kind = (
+            "a whole number"
+            if param.type == "integer"
+            else "a number"
+            if param.type == "number"
+            else "true or false"
+        )
         raise InvalidRequest(f"{param.title} must be {kind}, not {value!r}", field=field) from None
     if param.minimum is not None and number < param.minimum:
         raise InvalidRequest(f"{param.title} must be at least {param.minimum:g}", field=field)
