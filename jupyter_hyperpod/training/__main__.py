@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:
         from .download import DownloadError
 
-        if isinstance(error, (DownloadError, FileNotFoundError)):
+        if isinstance(error, (DownloadError, FileNotFoundError, FileExistsError)):
             log.error("%s", error)
             return 1
         raise

@@ -67,6 +67,8 @@ class BatchPlan:
     world_size: int
     accumulation: int
     seed: int
+    lengths: list[int] | None = None
+    """Token count of each row when packed (then micro-batches group rows of similar length)."""
 
     @property
     def micro_batches_per_epoch(self) -> int:
@@ -77,12 +79,23 @@ class BatchPlan:
         return max(1, math.ceil(self.micro_batches_per_epoch / (self.world_size * self.accumulation)))
 
     def epoch_micro_batches(self, epoch: int) -> list[list[list[int]]]:
-        order = list(range(len(self.rows)))
-        random.Random(self.seed * 1000003 + epoch).shuffle(order)
-        batches = [
-            [self.rows[i] for i in order[start : start + self.micro_batch_size]]
-            for start in range(0, len(order), self.micro_batch_size)
-        ]
+        rng = random.Random(self.seed * 1000003 + epoch)
+        if self.lengths is not None:
+            # Packed rows of similar fill share a micro-batch (little padding); the order of the
+            # micro-batches is shuffled each epoch instead of the rows.
+            order = sorted(range(len(self.rows)), key=lambda i: (-self.lengths[i], i))  # type: ignore[index]
+            batches = [
+                [self.rows[i] for i in order[start : start + self.micro_batch_size]]
+                for start in range(0, len(order), self.micro_batch_size)
+            ]
+            rng.shuffle(batches)
+        else:
+            order = list(range(len(self.rows)))
+            rng.shuffle(order)
+            batches = [
+                [self.rows[i] for i in order[start : start + self.micro_batch_size]]
+                for start in range(0, len(order), self.micro_batch_size)
+            ]
         needed = self.steps_per_epoch * self.world_size * self.accumulation
         # Wrap around (like DistributedSampler) so every rank runs the same number of micro-batches.
         return [batches[i % len(batches)] for i in range(needed)]
@@ -100,9 +113,11 @@ def make_plan(examples: list[Example], *, packing: bool, max_length: int, micro_
               world_size: int, accumulation: int, seed: int) -> BatchPlan:
     if packing:
         rows = pack(examples, max_length)
+        lengths: list[int] | None = [sum(len(examples[i]) for i in row) for row in rows]
     else:
         rows = [[i] for i in range(len(examples))]
-    return BatchPlan(rows, micro_batch_size, world_size, accumulation, seed)
+        lengths = None
+    return BatchPlan(rows, micro_batch_size, world_size, accumulation, seed, lengths)
 
 
 def collate(rows: list[list[int]], examples: list[Example], pad_id: int, *, packing: bool

@@ -30,9 +30,11 @@ def synthetic_rows(count: int, seed: int = 0) -> list[dict[str, str]]:
     for index in range(count):
         fruit = rng.choice(names)
         color = _FRUITS[fruit]
+        # Reasoning of varied length, like real chains of thought (what padding wastes on).
+        checks = " ".join(f"Check {n + 1}: the {fruit} is {color}." for n in range(rng.randint(0, 6)))
         rows.append({
             "Question": f"What color is a ripe {fruit}? Case {index}.",
-            "Complex_CoT": f"A ripe {fruit} is usually {color}. So the answer is {color}.",
+            "Complex_CoT": f"A ripe {fruit} is usually {color}. {checks} So the answer is {color}.",
             "Response": f"The ripe {fruit} is {color}.",
         })
     return rows
