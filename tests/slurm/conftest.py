@@ -24,7 +24,13 @@ from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slurm-test-cluster.sh"
-CLUSTER_ENV = {"SLURM_NODES": "4", "GPUS_PER_NODE": "4", "CPUS_PER_NODE": "4", "MIN_JOB_AGE": "300"}
+CLUSTER_ENV = {
+    "SLURM_NODES": "4",
+    "GPUS_PER_NODE": "4",
+    "CPUS_PER_NODE": "4",
+    "MIN_JOB_AGE": "300",
+    "NODE_FEATURES": "ml.g5.12xlarge",  # as HyperPod nodes may show their instance type
+}
 
 pytestmark = pytest.mark.slurm
 

@@ -103,6 +103,7 @@ async def test_cluster_and_nodes(api: Api) -> None:
     assert listed["node2"]["health_detail"] == "NVLink errors (dcgmi diag)"
     for name in ("node1", "node3", "node4"):
         assert listed[name]["gpus"] == {"total": 4, "allocated": 0, "type": "fake"}
+        assert listed[name]["instance_type"] == "ml.g5.12xlarge"
         assert listed[name]["partitions"] == ["debug"] and listed[name]["cpus"] == 4
 
 
@@ -247,3 +248,15 @@ async def test_follow_resumes_from_a_snapshot_offset(api: Api, scripts: Path) ->
     stdout = (await api.get(f"jobs/{job['id']}")).body["ranks"][0]["log"]
     assert stdout.endswith(f"/slurm-{job['backend_id']}.out")
     assert Path(stdout).read_text() == whole
+
+
+async def test_what_slurm_refuses_names_the_field(api: Api, scripts: Path) -> None:
+    reply = await api.post("jobs", sleeper("wrong-queue", 1, queue="nope"))
+    assert reply.status == 400, reply.body
+    assert reply.body["error"]["field"] == "queue"
+    assert "Slurm has no partition 'nope' (partitions: debug)" in reply.body["error"]["message"]
+
+    reply = await api.post("jobs", sleeper("too-many-gpus", 1, gpus_per_node=8))
+    assert reply.status == 400, reply.body
+    assert reply.body["error"]["field"] == "gpus_per_node"
+    assert (await api.get("jobs")).body["total"] == 0

@@ -191,3 +191,26 @@ def test_every_user_string_reaches_the_program_unchanged(tmp_path: Path) -> None
         assert (seen["MASTER_ADDR"], seen["MASTER_PORT"]) == ("node7", str(20000 + 42))
     assert (job_dir / "exit-code").read_text().strip() == "0"
     assert json.loads(record.read_text())["srun"] == ["--kill-on-bad-exit=1"]
+
+
+def test_configuration_reaches_the_script(tmp_path: Path) -> None:
+    """`c.SlurmOrchestrator.*` in the server's config: default partition, extra #SBATCH lines."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.SlurmOrchestrator.partition = "p5"
+    config.SlurmOrchestrator.sbatch_extra_args = ["--account=ml", "--exclusive"]
+    config.SlurmOrchestrator.gpu_option = "gres"
+    config.SlurmOrchestrator.torchrun = "/opt/conda/bin/torchrun"
+    settings = HyperPodSettings(
+        config=config,
+        shared_fs_root=str(tmp_path),
+        user="alice",
+        cluster_python="/opt/conda/bin/python",
+    )
+    backend = SlurmOrchestrator(settings=settings)
+    text = backend.render(
+        launch(JobSpec(name="a", command=["t.py"], nodes=2, gpus_per_node=8))
+    ).text
+    assert {"--partition=p5", "--account=ml", "--exclusive", "--gres=gpu:8"} <= set(header(text))
+    assert "/opt/conda/bin/torchrun --nnodes=2" in text and "/opt/conda/bin/python t.py" in text

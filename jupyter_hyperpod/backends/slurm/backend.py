@@ -18,7 +18,7 @@ from typing import Any
 
 from traitlets import Bool, Enum, Float, List, Unicode
 
-from ...core.errors import BackendError, BackendUnavailable, InvalidRequest
+from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
 from ...core.models import Capabilities, JobState, Node, RankInfo
 from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
@@ -192,7 +192,10 @@ class SlurmOrchestrator(Orchestrator):
         local_dir.mkdir(parents=True, exist_ok=True)
         script = local_dir / SCRIPT_NAME
         script.write_text(rendered.text, encoding="utf-8")
-        done = self.commands.run("sbatch", ["--parsable", str(script)])
+        try:
+            done = self.commands.run("sbatch", ["--parsable", str(script)])
+        except BackendError as error:
+            raise self._refusal(launch, error) from None
         slurm_id = (
             done.stdout.strip().splitlines()[-1].split(";")[0].strip()
             if done.stdout.strip()
@@ -233,6 +236,27 @@ class SlurmOrchestrator(Orchestrator):
             ranks=_ranks(data, None, JobState.PENDING),
             data=data,
         )
+
+    def _refusal(self, launch: Launch, error: BackendError) -> HyperPodError:
+        """sbatch's refusals that the person can fix in the form, named by field."""
+        spec, message = launch.spec, error.message
+        if "invalid partition" in message.lower():
+            partition = spec.queue or self.partition
+            try:
+                known = self.commands.run("sinfo", ["-h", "-o", "%R"]).stdout.split()
+            except (BackendUnavailable, BackendError):
+                known = []
+            listed = f" (partitions: {', '.join(sorted(set(known)))})" if known else ""
+            return InvalidRequest(f"Slurm has no partition '{partition}'{listed}", field="queue")
+        if "requested node configuration is not available" in message.lower():
+            asked = f"{spec.procs_per_node} rank(s)" + (
+                f" and {spec.gpus_per_node} GPU(s)" if spec.gpus_per_node else ""
+            )
+            return InvalidRequest(
+                f"no node in the partition can run {asked} per node ({message})",
+                field="gpus_per_node" if spec.gpus_per_node else "procs_per_node",
+            )
+        return error
 
     # -- status ----------------------------------------------------------------------------------
 
