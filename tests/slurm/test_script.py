@@ -78,7 +78,9 @@ def test_torchrun_runs_once_per_node_with_slurms_rendezvous() -> None:
         name="ddp", command=["train.py"], nodes=2, procs_per_node=2, gpus_per_node=2, max_retries=2
     )
     text, _ = render_script(launch(spec), ScriptOptions(gpu_option="gres", partition="dev"))
-    assert "--ntasks-per-node=1" in header(text) and "--cpus-per-task=2" in header(text)
+    assert "--ntasks-per-node=1" in header(text) and "--cpus-per-task=2" in header(
+        text
+    )  # 1 per rank
     assert "--gres=gpu:2" in header(text) and "--partition=dev" in header(text)
     assert 'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)' in text
     assert "MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))" in text
@@ -202,6 +204,7 @@ def test_configuration_reaches_the_script(tmp_path: Path) -> None:
     config.SlurmOrchestrator.sbatch_extra_args = ["--account=ml", "--exclusive"]
     config.SlurmOrchestrator.gpu_option = "gres"
     config.SlurmOrchestrator.torchrun = "/opt/conda/bin/torchrun"
+    config.SlurmOrchestrator.cpus_per_rank = 4
     settings = HyperPodSettings(
         config=config,
         shared_fs_root=str(tmp_path),
@@ -209,8 +212,10 @@ def test_configuration_reaches_the_script(tmp_path: Path) -> None:
         cluster_python="/opt/conda/bin/python",
     )
     backend = SlurmOrchestrator(settings=settings)
-    text = backend.render(
-        launch(JobSpec(name="a", command=["t.py"], nodes=2, gpus_per_node=8))
-    ).text
-    assert {"--partition=p5", "--account=ml", "--exclusive", "--gres=gpu:8"} <= set(header(text))
+    spec = JobSpec(name="a", command=["t.py"], nodes=2, procs_per_node=8, gpus_per_node=8)
+    text = backend.render(launch(spec)).text
+    wanted = {"--partition=p5", "--account=ml", "--exclusive", "--gres=gpu:8", "--cpus-per-task=32"}
+    assert wanted <= set(header(text))
+    plain = backend.render(launch(spec.model_copy(update={"launcher": "plain"}))).text
+    assert {"--ntasks-per-node=8", "--cpus-per-task=4"} <= set(header(plain))
     assert "/opt/conda/bin/torchrun --nnodes=2" in text and "/opt/conda/bin/python t.py" in text

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traitlets import Bool, Enum, Float, List, Unicode
+from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
@@ -83,6 +83,12 @@ class SlurmOrchestrator(Orchestrator):
         help="How GPUs are requested: --gpus-per-node=N or --gres=gpu:N.",
     )
     torchrun = Unicode("torchrun", config=True, help="torchrun on the compute nodes.")
+    cpus_per_rank = Int(
+        1,
+        min=0,
+        config=True,
+        help="CPUs requested per rank (--cpus-per-task); data loaders want more. 0: Slurm's default.",
+    )
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings=settings, **kwargs)
@@ -177,6 +183,7 @@ class SlurmOrchestrator(Orchestrator):
             hyperpod=self.on_hyperpod(),
             auto_resume=self.auto_resume,
             gpu_option=self.gpu_option,
+            cpus_per_rank=self.cpus_per_rank,
             torchrun=self.torchrun,
             python=self.settings.cluster_python,
         )

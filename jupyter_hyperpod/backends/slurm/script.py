@@ -34,6 +34,7 @@ class ScriptOptions:
     hyperpod: bool = False
     auto_resume: bool = True
     gpu_option: str = "gpus-per-node"
+    cpus_per_rank: int = 1
     torchrun: str = "torchrun"
     python: str = "python3"
 
@@ -84,8 +85,10 @@ def render_script(launch: Launch, options: ScriptOptions) -> tuple[str, list[str
         f"--nodes={spec.nodes}",
         f"--ntasks-per-node={1 if torchrun else spec.procs_per_node}",
     ]
-    if torchrun and spec.procs_per_node > 1:
-        header.append(f"--cpus-per-task={spec.procs_per_node}")
+    # CPUs for each srun task: torchrun's task holds all of its node's ranks.
+    cpus_per_task = options.cpus_per_rank * (spec.procs_per_node if torchrun else 1)
+    if cpus_per_task > 1:
+        header.append(f"--cpus-per-task={cpus_per_task}")
     if spec.gpus_per_node:
         header.append(
             f"--gres=gpu:{spec.gpus_per_node}"
