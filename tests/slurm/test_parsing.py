@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import time
+from pathlib import Path
 
 import pytest
 
 from jupyter_hyperpod.backends.slurm import jobs, nodes
+from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.backends.slurm.commands import (
     DROPPED_ENV,
     SlurmCommands,
@@ -15,6 +18,7 @@ from jupyter_hyperpod.backends.slurm.commands import (
 )
 from jupyter_hyperpod.core.errors import BackendError, BackendUnavailable
 from jupyter_hyperpod.core.models import JobState
+from jupyter_hyperpod.core.settings import HyperPodSettings
 
 SINFO_JSON = {
     "meta": {"Slurm": {"version": {"major": 22, "minor": 5, "micro": 8}}},
@@ -221,7 +225,7 @@ def test_unreachable_controller_is_503_and_other_refusals_502() -> None:
     assert isinstance(refused, BackendError) and "Invalid partition name" in refused.message
 
 
-def test_missing_commands_and_refused_probes_are_503(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_commands_and_refused_probes_are_503(tmp_path: Path) -> None:
     commands = SlurmCommands(bin_dir=str(tmp_path))
     with pytest.raises(BackendUnavailable, match="not installed"):
         commands.run("sinfo", [])
@@ -250,3 +254,32 @@ def test_server_secrets_and_allocation_variables_stay_out_of_jobs() -> None:
     assert DROPPED_ENV.match("JUPYTER_TOKEN") and DROPPED_ENV.match("JPY_SESSION_NAME")
     assert DROPPED_ENV.match("SLURM_JOB_ID") and DROPPED_ENV.match("SLURM_JWT")
     assert not DROPPED_ENV.match("SLURM_CONF") and not DROPPED_ENV.match("PATH")
+
+
+def fake_scontrol(bin_dir: Path, port: int) -> None:
+    bin_dir.mkdir()
+    script = bin_dir / "scontrol"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"printf 'ClusterName = fake\\nSlurmctldHost[0] = ctl(127.0.0.1)\\nSlurmctldPort = {port}\\n'\n"
+    )
+    script.chmod(0o755)
+
+
+def test_probe_is_armed_only_when_the_controller_answers_there(tmp_path: Path) -> None:
+    settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        fake_scontrol(tmp_path / "up", listening.getsockname()[1])
+        backend = SlurmOrchestrator(settings=settings, bin_dir=str(tmp_path / "up"))
+        assert backend.cluster_name() == "fake"
+        assert [(c.host, c.port) for c in backend.commands.controllers] == [
+            ("127.0.0.1", listening.getsockname()[1])
+        ]
+    # The configured address does not answer from here although scontrol works: never probe.
+    fake_scontrol(tmp_path / "elsewhere", 1)
+    backend = SlurmOrchestrator(settings=settings, bin_dir=str(tmp_path / "elsewhere"))
+    assert backend.cluster_name() == "fake"
+    assert backend.commands.controllers == []
+    assert backend.slurm_config(force=True)["ClusterName"] == "fake"

@@ -96,6 +96,7 @@ class SlurmOrchestrator(Orchestrator):
         self._config: dict[str, str] = {}
         self._config_at = 0.0
         self._controllers: list[Controller] = []
+        self._probe_off = False
         self._json_ok: bool | None = None
         self._lock = threading.Lock()
 
@@ -112,9 +113,24 @@ class SlurmOrchestrator(Orchestrator):
         with self._lock:
             self._config, self._config_at = config, time.monotonic()
             self._controllers = parse_controllers(text)
-            if self.fast_fail:
-                self.commands.controllers = self._controllers
+        if (
+            self.fast_fail
+            and not self._probe_off
+            and self.commands.controllers != self._controllers
+        ):
+            self._arm_probe()
         return config
+
+    def _arm_probe(self) -> None:
+        """Probe the controller before commands, unless its address does not answer from here
+        while Slurm's clients reach it (another route, DNS SRV...): then never probe."""
+        self.commands.controllers = self._controllers
+        try:
+            self.commands.check_reachable()
+        except BackendUnavailable as error:
+            self.log.warning("not probing slurmctld before commands: %s", error.message)
+            self.commands.controllers = []
+            self._probe_off = True
 
     def _know_controller(self) -> None:
         """Learn the controller's address once, so that later outages fail fast."""
