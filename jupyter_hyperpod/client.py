@@ -1,0 +1,514 @@
+"""A small typed client of the jupyter-hyperpod REST API, for scripts (and the CLI and magics).
+
+    from jupyter_hyperpod.client import HyperPodClient
+
+    client = HyperPodClient()              # $JUPYTER_HYPERPOD_URL + $JUPYTER_TOKEN, or a running server
+    job = client.submit(name="hello", command=["train.py", "--epochs", "1"], workdir="project")
+    for chunk in client.logs(job.id, follow=True):
+        print(chunk, end="")
+    print(client.wait(job.id).state)
+
+HTTP goes through the standard library; the log stream is a WebSocket (`websocket-client`).
+Errors are the core's typed errors (`InvalidRequest`, `NotFound`, ...) with the server's message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .core import errors
+from .core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, NotFound
+from .core.models import (
+    ClusterInfo,
+    FileListing,
+    Job,
+    JobList,
+    JobMetrics,
+    JobSpec,
+    JobState,
+    LogSnapshot,
+    Node,
+    Rendered,
+    TemplateInfo,
+)
+
+URL_ENV = "JUPYTER_HYPERPOD_URL"
+TOKEN_ENVS = ("JUPYTER_HYPERPOD_TOKEN", "JUPYTER_TOKEN")
+API_PATH = "hyperpod/api/"
+
+CLOSE_JOB_ENDED = 1000
+CLOSE_ERRORS: dict[int, type[HyperPodError]] = {
+    4000: errors.InvalidRequest,
+    4004: errors.NotFound,
+    4503: errors.BackendUnavailable,
+    1011: errors.BackendError,
+    1008: errors.Forbidden,
+}
+
+
+class ServerUnreachable(BackendUnavailable):
+    """No Jupyter server answers at the URL (or none was found)."""
+
+    code = "server_unreachable"
+
+
+def _error_classes() -> dict[str, type[HyperPodError]]:
+    found: dict[str, type[HyperPodError]] = {}
+    for value in vars(errors).values():
+        if isinstance(value, type) and issubclass(value, HyperPodError):
+            found[value.code] = value
+    return found
+
+
+ERROR_CLASSES = _error_classes()
+
+
+def error_from_body(status: int, body: Any, fallback: str) -> HyperPodError:
+    """The typed error for an `{"error": {code, message, field}}` answer."""
+    detail = body.get("error") if isinstance(body, dict) else None
+    if isinstance(detail, dict) and isinstance(detail.get("message"), str):
+        cls = ERROR_CLASSES.get(str(detail.get("code")), None)
+        if cls is None:
+            cls = BackendUnavailable if status == 503 else BackendError
+        error = cls(detail["message"], field=detail.get("field"))
+        error.status = status
+        return error
+    return BackendError(f"{fallback} (HTTP {status})")
+
+
+# -- finding the server ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    url: str
+    token: str
+    source: str
+    """How it was found: arguments, environment, parent process, running server."""
+
+
+def _ancestor_pids() -> set[int]:
+    pids: set[int] = set()
+    parent = os.environ.get("JPY_PARENT_PID", "")
+    if parent.isdigit():
+        pids.add(int(parent))
+    try:
+        import psutil
+
+        pids.update(process.pid for process in psutil.Process().parents())
+    except Exception:
+        pids.add(os.getppid())
+    return pids
+
+
+def running_servers() -> list[dict[str, Any]]:
+    """The Jupyter servers of this user that are running now (their info files)."""
+    try:
+        from jupyter_server.serverapp import list_running_servers
+    except ImportError:  # pragma: no cover - jupyter_server is a dependency
+        return []
+    return list(list_running_servers())
+
+
+def find_server(*, any_server: bool = False) -> ServerInfo | None:
+    """The server from the environment, else the Jupyter server this process runs under (a kernel
+    or a terminal of it), else (with any_server) the only running server; None otherwise."""
+    url = os.environ.get(URL_ENV, "")
+    if url:
+        return ServerInfo(url, _env_token(), f"${URL_ENV}")
+    servers = running_servers()
+    ancestors = _ancestor_pids()
+    for info in servers:
+        if info.get("pid") in ancestors:
+            return ServerInfo(
+                info["url"],
+                info.get("token", "") or _env_token(),
+                f"parent Jupyter server (pid {info['pid']})",
+            )
+    if any_server and len(servers) == 1:
+        info = servers[0]
+        return ServerInfo(
+            info["url"],
+            info.get("token", "") or _env_token(),
+            f"running Jupyter server (pid {info.get('pid')})",
+        )
+    return None
+
+
+def _env_token() -> str:
+    for name in TOKEN_ENVS:
+        if os.environ.get(name):
+            return os.environ[name]
+    return ""
+
+
+def api_root(url: str) -> str:
+    """`http://host:8888/base/` (or a URL already ending in hyperpod/api/) -> the API root."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise errors.InvalidRequest(
+            f"'{url}' is not an http(s) URL of a Jupyter server", field="url"
+        )
+    path = parsed.path
+    for suffix in ("/lab", "/tree"):
+        if path.rstrip("/").endswith(suffix):
+            path = path.rstrip("/")[: -len(suffix)]
+    if not path.endswith("/"):
+        path += "/"
+    if not path.endswith(API_PATH):
+        path += API_PATH
+    return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, "", ""))
+
+
+# -- log stream events -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """One frame of a followed log: `status`, `data`, `heartbeat` or `end`."""
+
+    type: Literal["status", "data", "heartbeat", "end"]
+    rank: int | None = None
+    offset: int | None = None
+    """For data: the byte offset just after `data` in the rank's log (resume from here)."""
+    data: str = ""
+    state: JobState | None = None
+    reason: str | None = None
+    exit_code: int | None = None
+
+    @classmethod
+    def from_frame(cls, frame: Mapping[str, Any]) -> LogEvent:
+        state = frame.get("state")
+        return cls(
+            type=frame.get("type", "heartbeat"),
+            rank=frame.get("rank"),
+            offset=frame.get("offset"),
+            data=frame.get("data") or "",
+            state=JobState(state) if state else None,
+            reason=frame.get("reason"),
+            exit_code=frame.get("exit_code"),
+        )
+
+
+RankArg = int | Literal["all"]
+
+
+class HyperPodClient:
+    """The REST API of one Jupyter server with the jupyter-hyperpod extension."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        discover: bool = True,
+    ) -> None:
+        """`url`: the Jupyter server (with its base URL); default $JUPYTER_HYPERPOD_URL, else the
+        server this process runs under, else the only running server. `token`: default
+        $JUPYTER_HYPERPOD_TOKEN / $JUPYTER_TOKEN, else the found server's token."""
+        if not url:
+            found = find_server(any_server=True) if discover else None
+            if found is None:
+                raise ServerUnreachable(
+                    f"no Jupyter server found: set {URL_ENV} (and JUPYTER_TOKEN), pass url=, "
+                    "or start JupyterLab"
+                )
+            url, token = found.url, token or found.token
+        self.url = url
+        self.token = token if token is not None else _env_token()
+        self.api = api_root(url)
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"HyperPodClient({self.url!r})"
+
+    # -- HTTP ------------------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "jupyter-hyperpod-client"}
+        if self.token:
+            headers["Authorization"] = f"token {self.token}"
+        return headers
+
+    def request(self, method: str, route: str, body: Any = None, **params: Any) -> Any:
+        """One API call; returns the decoded JSON or raises the typed error."""
+        query = {k: str(v) for k, v in params.items() if v is not None}
+        url = self.api + route.lstrip("/") + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        data = None
+        headers = self._headers()
+        if body is not None or method in ("POST", "PUT"):
+            data = json.dumps(body if body is not None else {}).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                text = response.read().decode("utf-8")
+        except urllib.error.HTTPError as error:
+            raw = error.read().decode("utf-8", "replace")
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+            raise self._http_error(error.code, parsed, method, route) from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise ServerUnreachable(
+                f"cannot reach the Jupyter server at {self.url}: {reason}"
+            ) from None
+        return json.loads(text) if text else None
+
+    def _http_error(self, status: int, body: Any, method: str, route: str) -> HyperPodError:
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            error = error_from_body(status, body, f"{method} {route} failed")
+            if status == 403 and error.code == "forbidden" and "not authenticated" in error.message:
+                return Forbidden(
+                    f"the Jupyter server at {self.url} refused the token: pass token= or set JUPYTER_TOKEN"
+                )
+            return error
+        if status == 404:
+            return NotFound(
+                f"no jupyter-hyperpod API at {self.api}: is the extension enabled on that server? "
+                "(jupyter server extension enable jupyter_hyperpod)"
+            )
+        if status in (401, 403):
+            return Forbidden(
+                f"the Jupyter server at {self.url} refused the token: pass token= or set JUPYTER_TOKEN"
+            )
+        return error_from_body(status, body, f"{method} {route} failed")
+
+    # -- cluster and files ------------------------------------------------------------------------
+    def cluster(self) -> ClusterInfo:
+        return ClusterInfo.model_validate(self.request("GET", "cluster"))
+
+    def nodes(self) -> list[Node]:
+        return [Node.model_validate(item) for item in self.request("GET", "nodes")["nodes"]]
+
+    def files(
+        self, path: str = "", *, offset: int = 0, limit: int = 500, sort: str = "name"
+    ) -> FileListing:
+        return FileListing.model_validate(
+            self.request("GET", "files", path=path, offset=offset, limit=limit, sort=sort)
+        )
+
+    def templates(self) -> list[TemplateInfo]:
+        return [
+            TemplateInfo.model_validate(item)
+            for item in self.request("GET", "templates")["templates"]
+        ]
+
+    # -- jobs -------------------------------------------------------------------------------------
+    @staticmethod
+    def _body(spec: JobSpec | Mapping[str, Any] | None, fields: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(spec, JobSpec):
+            body: dict[str, Any] = spec.model_dump(mode="json", exclude_none=True)
+        else:
+            body = dict(spec or {})
+        body.update(fields)
+        return body
+
+    def render(self, spec: JobSpec | Mapping[str, Any] | None = None, **fields: Any) -> Rendered:
+        """What `submit` would send to the cluster (the sbatch script, manifest or command)."""
+        return Rendered.model_validate(
+            self.request("POST", "jobs/render", self._body(spec, fields))
+        )
+
+    def submit(self, spec: JobSpec | Mapping[str, Any] | None = None, **fields: Any) -> Job:
+        """Submit a job spec (`name`, `command`, `workdir`, `nodes`...) or a template
+        (`name`, `template`, `params`); keyword fields are merged into `spec`."""
+        return Job.model_validate(self.request("POST", "jobs", self._body(spec, fields)))
+
+    def jobs(
+        self,
+        *,
+        state: str | JobState | list[str | JobState] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> JobList:
+        states = [state] if isinstance(state, (str, JobState)) else (state or [])
+        joined = ",".join(s.value if isinstance(s, JobState) else s for s in states) or None
+        return JobList.model_validate(
+            self.request("GET", "jobs", state=joined, limit=limit, offset=offset)
+        )
+
+    def job(self, job_id: str) -> Job:
+        return Job.model_validate(self.request("GET", f"jobs/{_quote(job_id)}"))
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job (a finished job is returned as it is)."""
+        return Job.model_validate(self.request("DELETE", f"jobs/{_quote(job_id)}"))
+
+    def wait(self, job_id: str, *, timeout: float | None = None, interval: float = 1.0) -> Job:
+        """Poll until the job has finished; TimeoutError after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = min(0.25, interval)
+        while True:
+            job = self.job(job_id)
+            if job.state.finished:
+                return job
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} is still {job.state.value} after {timeout:g} s")
+            pause = delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic()))
+            time.sleep(pause)
+            delay = min(interval * 5, delay * 1.5)
+
+    def metrics(self, job_id: str) -> JobMetrics:
+        return JobMetrics.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/metrics"))
+
+    # -- logs -------------------------------------------------------------------------------------
+    def log_snapshot(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:
+        return LogSnapshot.model_validate(
+            self.request("GET", f"jobs/{_quote(job_id)}/logs", rank=rank, tail=tail)
+        )
+
+    def logs(
+        self, job_id: str, *, rank: int = 0, tail: int = 200, follow: bool = False
+    ) -> Iterator[str]:
+        """The last `tail` lines of a rank's log; with follow, then everything new until the job ends."""
+        snapshot = self.log_snapshot(job_id, rank=rank, tail=tail)
+        if snapshot.text:
+            yield snapshot.text
+        if follow:
+            for event in self.follow(job_id, rank=rank, offset=snapshot.offset):
+                if event.type == "data" and event.data:
+                    yield event.data
+
+    def follow(
+        self,
+        job_id: str,
+        *,
+        rank: RankArg = 0,
+        offset: int = 0,
+        offsets: Mapping[int, int] | None = None,
+        idle_timeout: float = 120.0,
+        reconnects: int = 5,
+        poll: float = 0.5,
+    ) -> Iterator[LogEvent]:
+        """Events of the live log until the job ends (the last event is `end`).
+
+        A dropped connection is resumed from the last offsets; a connection silent for
+        `idle_timeout` seconds (no data nor heartbeat) is treated as dropped. Closing the
+        iterator (or KeyboardInterrupt) only stops following: the job keeps running."""
+        positions: dict[int, int] = dict(offsets or {})
+        if rank != "all":
+            positions.setdefault(int(rank), offset)
+        failures = 0
+        while True:
+            ws = self._connect_stream(job_id, rank, positions)
+            try:
+                outcome = yield from self._read_stream(ws, positions, idle_timeout, poll)
+            finally:
+                try:
+                    ws.close(timeout=1)
+                except Exception:
+                    pass
+            if outcome == "ended":
+                return
+            failures = 0 if outcome == "progress" else failures + 1
+            if failures > reconnects:
+                raise ServerUnreachable(
+                    f"the log stream of {job_id} keeps dropping; giving up after {reconnects} retries"
+                )
+            time.sleep(min(5.0, 0.2 * 2**failures))
+
+    def _stream_url(self, job_id: str, rank: RankArg, positions: Mapping[int, int]) -> str:
+        base = self.api.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+        if rank == "all":
+            query = {
+                "rank": "all",
+                "offsets": ",".join(f"{r}:{o}" for r, o in sorted(positions.items())),
+            }
+        else:
+            query = {"rank": str(rank), "offset": str(positions.get(int(rank), 0))}
+        return f"{base}jobs/{_quote(job_id)}/logs/stream?{urllib.parse.urlencode(query)}"
+
+    def _connect_stream(self, job_id: str, rank: RankArg, positions: Mapping[int, int]) -> Any:
+        import websocket
+
+        header = [f"Authorization: token {self.token}"] if self.token else []
+        try:
+            return websocket.create_connection(
+                self._stream_url(job_id, rank, positions),
+                header=header,
+                timeout=min(self.timeout, 30.0),
+            )
+        except websocket.WebSocketBadStatusException as error:
+            status = getattr(error, "status_code", 0)
+            if status in (401, 403):
+                return_error: HyperPodError = Forbidden(
+                    f"the Jupyter server at {self.url} refused the token for the log stream"
+                )
+            elif status == 404:
+                return_error = NotFound(
+                    f"no job '{job_id}' (or no log stream at {self.api})", field="id"
+                )
+            else:
+                return_error = BackendError(
+                    f"the log stream of {job_id} was refused (HTTP {status})"
+                )
+            raise return_error from None
+        except (OSError, websocket.WebSocketException) as error:
+            raise ServerUnreachable(f"cannot open the log stream at {self.url}: {error}") from None
+
+    def _read_stream(
+        self, ws: Any, positions: dict[int, int], idle_timeout: float, poll: float
+    ) -> Generator[LogEvent, None, str]:
+        """Yields events; returns 'ended', 'progress' (dropped after data) or 'dropped'."""
+        import websocket
+
+        ws.settimeout(poll)
+        last_frame = time.monotonic()
+        progressed = False
+        while True:
+            try:
+                opcode, frame = ws.recv_data_frame(True)
+            except websocket.WebSocketTimeoutException:
+                if time.monotonic() - last_frame > idle_timeout:
+                    return "progress" if progressed else "dropped"
+                continue
+            except (websocket.WebSocketConnectionClosedException, OSError):
+                return "progress" if progressed else "dropped"
+            last_frame = time.monotonic()
+            if opcode == websocket.ABNF.OPCODE_CLOSE:
+                code, reason = _close_info(frame.data)
+                if code == CLOSE_JOB_ENDED:
+                    return "ended"
+                cls = CLOSE_ERRORS.get(code)
+                if cls is not None:
+                    raise cls(reason or f"the log stream closed with code {code}")
+                return "progress" if progressed else "dropped"
+            if opcode != websocket.ABNF.OPCODE_TEXT:
+                continue
+            event = LogEvent.from_frame(json.loads(frame.data.decode("utf-8")))
+            if event.type == "data" and event.rank is not None and event.offset is not None:
+                positions[event.rank] = event.offset
+                progressed = True
+            yield event
+
+
+def _close_info(data: bytes) -> tuple[int, str]:
+    if len(data) < 2:
+        return 1005, ""
+    return int.from_bytes(data[:2], "big"), data[2:].decode("utf-8", "replace")
+
+
+def _quote(job_id: str) -> str:
+    return urllib.parse.quote(job_id, safe="")
+
+
+__all__ = [
+    "HyperPodClient",
+    "LogEvent",
+    "ServerInfo",
+    "ServerUnreachable",
+    "api_root",
+    "find_server",
+]
