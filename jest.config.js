@@ -6,16 +6,17 @@ const esModules = [
   '@jupyter/ydoc',
   '@jupyter/react-components',
   '@jupyter/web-components',
-  '@microsoft/fast',
+  '@microsoft',
   '@jupyterlab/',
+  'color',
   'exenv-es6',
   'lib0',
+  'marked',
   'nanoid',
   'vscode-ws-jsonrpc',
   'y-protocols',
   'y-websocket',
-  'yjs',
-  'uplot'
+  'yjs'
 ].join('|');
 
 const baseConfig = jestJupyterLab(__dirname);
@@ -26,15 +27,15 @@ module.exports = {
   collectCoverageFrom: [
     'src/**/*.{ts,tsx}',
     '!src/**/*.d.ts',
-    '!src/**/.ipynb_checkpoints/*'
+    '!src/**/.ipynb_checkpoints/*',
+    '!src/__tests__/**'
   ],
   coverageReporters: ['lcov', 'text-summary'],
-  testRegex: 'src/.*/.*.spec.tsx?$',
-  transform: {
-    '\\.[jt]sx?$': [
-      'ts-jest',
-      { tsconfig: 'tsconfig.test.json', isolatedModules: true }
-    ]
-  },
+  reporters: ['default'],
+  modulePathIgnorePatterns: [
+    '<rootDir>/jupyter_hyperpod/',
+    '<rootDir>/ui-tests/'
+  ],
+  testRegex: 'src/__tests__/.*\\.spec\\.tsx?$',
   transformIgnorePatterns: [`/node_modules/(?!${esModules}).+`]
 };

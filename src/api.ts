@@ -76,9 +76,7 @@ export class HyperpodClient {
   }
 
   async templates(): Promise<ITemplateInfo[]> {
-    const reply = await this._get<{ templates: ITemplateInfo[] }>(
-      'templates'
-    );
+    const reply = await this._get<{ templates: ITemplateInfo[] }>('templates');
     return reply.templates;
   }
 

@@ -36,7 +36,10 @@ export const GROUP_TITLES: Record<string, string> = {
 };
 
 /** A parameter's value as the input shows it. */
-export function toFieldValue(param: ITemplateParam, value: unknown): FieldValue {
+export function toFieldValue(
+  param: ITemplateParam,
+  value: unknown
+): FieldValue {
   if (param.type === 'boolean') {
     return value === true || value === 'true';
   }
@@ -174,7 +177,10 @@ export function validateForm(
 }
 
 /** The typed value sent for a parameter; undefined leaves it out (server default). */
-export function toParamValue(param: ITemplateParam, value: FieldValue): unknown {
+export function toParamValue(
+  param: ITemplateParam,
+  value: FieldValue
+): unknown {
   if (param.type === 'boolean') {
     return value === true;
   }

@@ -45,7 +45,10 @@ export function formatDuration(seconds: number): string {
 }
 
 /** Epoch seconds -> "5m ago" relative to `now` (epoch ms). */
-export function formatAge(epochSeconds: number | null, now = Date.now()): string {
+export function formatAge(
+  epochSeconds: number | null,
+  now = Date.now()
+): string {
   if (epochSeconds === null || epochSeconds === undefined) {
     return '—';
   }
@@ -69,6 +72,28 @@ export function formatDate(epochSeconds: number | null): string {
     hour: '2-digit',
     minute: '2-digit'
   });
+}
+
+/** Epoch seconds -> a compact date for narrow columns: "14:05" today, "Nov 30", "2025-03-01". */
+export function formatShortDate(
+  epochSeconds: number | null,
+  now = new Date()
+): string {
+  if (epochSeconds === null || epochSeconds === undefined) {
+    return '—';
+  }
+  const date = new Date(epochSeconds * 1000);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (date.toDateString() === now.toDateString()) {
+    return `${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  }
+  if (date.getFullYear() === now.getFullYear()) {
+    return date.toLocaleDateString(undefined, {
+      month: 'short',
+      day: 'numeric'
+    });
+  }
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
 }
 
 /** Megabytes of memory -> "64 GB". */

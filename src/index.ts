@@ -124,7 +124,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const cancelled = await client.cancel(job.id);
         model.upsertJob(cancelled);
         void model.refreshJobs();
-        Notification.info(`Job ${job.name} was cancelled.`, { autoClose: 4000 });
+        Notification.info(`Job ${job.name} was cancelled.`, {
+          autoClose: 4000
+        });
         return cancelled;
       } catch (error) {
         Notification.error(
@@ -212,7 +214,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     commands.addCommand(CommandIDs.showView, {
       label: args =>
-        args.view ? `HyperPod: ${VIEW_TITLES[args.view as ViewName]}` : 'HyperPod: Show View',
+        args.view
+          ? `HyperPod: ${VIEW_TITLES[args.view as ViewName]}`
+          : 'HyperPod: Show View',
       execute: args => {
         const view = args.view as ViewName;
         if (VIEWS.includes(view)) {
@@ -273,7 +277,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           model.cluster?.filesystem.contents_path ?? null
         );
         if (partitionPath === null) {
-          const partition = model.cluster?.filesystem.partition ?? 'your partition';
+          const partition =
+            model.cluster?.filesystem.partition ?? 'your partition';
           await showDialog({
             title: 'Not in your cluster partition',
             body:
@@ -330,7 +335,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const category = 'HyperPod';
       palette.addItem({ command: CommandIDs.open, category });
       for (const view of VIEWS) {
-        palette.addItem({ command: CommandIDs.showView, category, args: { view } });
+        palette.addItem({
+          command: CommandIDs.showView,
+          category,
+          args: { view }
+        });
       }
       palette.addItem({ command: CommandIDs.refresh, category });
     }

@@ -7,12 +7,7 @@ import { JobState } from './models';
 
 /** What the stream is doing, to tell the user. */
 export type StreamPhase =
-  | 'connecting'
-  | 'live'
-  | 'reconnecting'
-  | 'paused'
-  | 'ended'
-  | 'failed';
+  'connecting' | 'live' | 'reconnecting' | 'paused' | 'ended' | 'failed';
 
 export interface IStreamStatus {
   phase: StreamPhase;

@@ -9,13 +9,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { HyperpodClient } from './api';
 import { ApiError } from './handler';
-import {
-  IClusterInfo,
-  IJob,
-  INode,
-  ITemplateInfo,
-  JobState
-} from './models';
+import { IClusterInfo, IJob, INode, ITemplateInfo, JobState } from './models';
 import { DEFAULT_SETTINGS, IPanelSettings, ViewName } from './settings';
 
 /** A request to open the Submit form prefilled (from "Submit as job" or "Resubmit"). */

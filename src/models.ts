@@ -5,11 +5,7 @@
 export type Orchestrator = 'local' | 'slurm' | 'kubernetes';
 export type Health = 'healthy' | 'degraded' | 'unhealthy' | 'unknown';
 export type JobState =
-  | 'PENDING'
-  | 'RUNNING'
-  | 'SUCCEEDED'
-  | 'FAILED'
-  | 'CANCELLED';
+  'PENDING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED';
 export type RenderFormat = 'command' | 'sbatch' | 'manifest';
 
 export const FINISHED_STATES: ReadonlyArray<JobState> = [
@@ -95,13 +91,7 @@ export interface IFileListing {
 }
 
 export type ParamType =
-  | 'string'
-  | 'integer'
-  | 'number'
-  | 'boolean'
-  | 'path'
-  | 'choice'
-  | 'text';
+  'string' | 'integer' | 'number' | 'boolean' | 'path' | 'choice' | 'text';
 
 export interface ITemplateParam {
   name: string;

@@ -11,12 +11,13 @@ export class RankPrefixer {
     }
     const prefix = `\x1b[36m[${rank}]\x1b[0m `;
     let out = '';
-    let atStart = this._atLineStart.get(rank) ?? true;
-    if (this._lastRank !== null && this._lastRank !== rank && !atStart) {
-      // Another rank's partial line was interrupted: start a fresh line.
+    const last = this._lastRank;
+    if (last !== null && last !== rank && !this._atLineStart.get(last)) {
+      // Another rank's line is unfinished: end it here; its rest gets its own prefix.
       out += '\n';
-      atStart = true;
+      this._atLineStart.set(last, true);
     }
+    let atStart = this._atLineStart.get(rank) ?? true;
     for (const char of text) {
       if (atStart && char !== '\n') {
         out += prefix;

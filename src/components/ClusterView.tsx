@@ -15,7 +15,8 @@ import {
   HealthBadge,
   Loading,
   RefreshButton,
-  StateBadge
+  StateBadge,
+  useSignal
 } from './common';
 import { VirtualList } from './VirtualList';
 
@@ -59,6 +60,7 @@ function NodeRow(props: { node: INode }): JSX.Element {
 
 export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
   const { model } = props;
+  useSignal(model.changed);
   const [filter, setFilter] = React.useState<INodeFilter>(EMPTY_FILTER);
   const nodes = model.nodes;
   const summary = React.useMemo(() => summarizeNodes(nodes ?? []), [nodes]);
@@ -79,15 +81,20 @@ export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
           <dt>User</dt>
           <dd>{cluster ? cluster.user : '—'}</dd>
           <dt>Partition</dt>
-          <dd title={cluster?.filesystem.partition}>
-            {cluster
-              ? `${cluster.filesystem.partition} (${cluster.filesystem.partition_mode})`
-              : '—'}
+          <dd
+            className="jp-hyperpod-Path"
+            title={cluster?.filesystem.partition}
+          >
+            <bdi>
+              {cluster
+                ? `${cluster.filesystem.partition} (${cluster.filesystem.partition_mode})`
+                : '—'}
+            </bdi>
           </dd>
         </dl>
         <div className="jp-hyperpod-Totals">
           <span>
-            <b>{summary.nodes}</b> nodes
+            <b>{summary.nodes}</b> node{summary.nodes === 1 ? '' : 's'}
           </span>
           <span>
             <b>{summary.healthy}</b> healthy
@@ -122,7 +129,9 @@ export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
           className="jp-mod-styled"
           aria-label="Filter nodes by state"
           value={filter.state}
-          onChange={event => setFilter({ ...filter, state: event.target.value })}
+          onChange={event =>
+            setFilter({ ...filter, state: event.target.value })
+          }
         >
           <option value="">All states</option>
           {summary.states.map(state => (
@@ -154,7 +163,7 @@ export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
         {nodes === null
           ? ''
           : shown.length === nodes.length
-            ? `${nodes.length} nodes`
+            ? `${nodes.length} node${nodes.length === 1 ? '' : 's'}`
             : `${shown.length} of ${nodes.length} nodes`}
         {model.nodesUpdated && (
           <span className="jp-hyperpod-Updated">

@@ -8,7 +8,14 @@ import {
 } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { breadcrumbs, formatBytes, formatDate, isSubmittable, joinPath } from '../format';
+import {
+  breadcrumbs,
+  formatBytes,
+  formatDate,
+  formatShortDate,
+  isSubmittable,
+  joinPath
+} from '../format';
 import { ApiError } from '../handler';
 import { asApiError, HyperpodModel } from '../model';
 import { FileSort, IFileEntry, IFileListing } from '../models';
@@ -144,7 +151,11 @@ export function FilesView(props: IFilesViewProps): JSX.Element {
               onClick={() => toggleSort(column.key)}
             >
               {column.title}
-              {sort === column.key ? ' ▲' : sort === `-${column.key}` ? ' ▼' : ''}
+              {sort === column.key
+                ? ' ▲'
+                : sort === `-${column.key}`
+                  ? ' ▼'
+                  : ''}
             </button>
           ))}
           <span className="jp-hyperpod-FileCol-actions" />
@@ -159,7 +170,8 @@ export function FilesView(props: IFilesViewProps): JSX.Element {
           <div className="jp-hyperpod-FileRows">
             {listing.entries.map(entry => {
               const full = joinPath(listing.path, entry.name);
-              const script = entry.type !== 'directory' && isSubmittable(entry.name);
+              const script =
+                entry.type !== 'directory' && isSubmittable(entry.name);
               const Icon = entry.type === 'directory' ? folderIcon : fileIcon;
               return (
                 <div
@@ -191,9 +203,9 @@ export function FilesView(props: IFilesViewProps): JSX.Element {
                   <span
                     className="jp-hyperpod-FileCol-mtime"
                     role="cell"
-                    title={new Date(entry.mtime * 1000).toString()}
+                    title={formatDate(entry.mtime)}
                   >
-                    {formatDate(entry.mtime)}
+                    {formatShortDate(entry.mtime)}
                   </span>
                   <span className="jp-hyperpod-FileCol-actions" role="cell">
                     {script && (

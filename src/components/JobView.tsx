@@ -5,7 +5,14 @@ import { formatDate, jobDuration } from '../format';
 import { ApiError } from '../handler';
 import { asApiError, HyperpodModel } from '../model';
 import { IJob, isFinished } from '../models';
-import { ErrorMessage, IconButton, RefreshButton, StateBadge, useSignal, useTick } from './common';
+import {
+  ErrorMessage,
+  IconButton,
+  RefreshButton,
+  StateBadge,
+  useSignal,
+  useTick
+} from './common';
 import { resources } from './JobsView';
 import { LogView } from './LogView';
 import { MetricsView } from './MetricsView';
@@ -29,7 +36,10 @@ function Details(props: { job: IJob }): JSX.Element {
     ['State', <StateBadge key="s" state={job.state} />],
     ['Reason', job.state_reason],
     ['Job id', <code key="i">{job.id}</code>],
-    ['Backend id', job.backend_id ? <code key="b">{job.backend_id}</code> : null],
+    [
+      'Backend id',
+      job.backend_id ? <code key="b">{job.backend_id}</code> : null
+    ],
     ['Orchestrator', job.orchestrator],
     ['User', job.user],
     ['Created', formatDate(job.created)],
@@ -48,7 +58,9 @@ function Details(props: { job: IJob }): JSX.Element {
     <div className="jp-hyperpod-Details">
       <dl className="jp-hyperpod-Facts jp-hyperpod-Facts-wide">
         {rows
-          .filter(([, value]) => value !== null && value !== undefined && value !== '')
+          .filter(
+            ([, value]) => value !== null && value !== undefined && value !== ''
+          )
           .map(([key, value]) => (
             <React.Fragment key={key}>
               <dt>{key}</dt>
@@ -113,7 +125,9 @@ export function JobView(props: IJobViewProps): JSX.Element {
   useTick(10000);
   const [job, setJob] = React.useState<IJob>(props.job);
   const [tab, setTab] = React.useState<JobTab>(props.initialTab);
-  const [visited, setVisited] = React.useState<Set<JobTab>>(new Set([props.initialTab]));
+  const [visited, setVisited] = React.useState<Set<JobTab>>(
+    new Set([props.initialTab])
+  );
   const [error, setError] = React.useState<ApiError | null>(null);
   const running = !isFinished(job.state);
   const capabilities = model.cluster?.capabilities;
@@ -131,7 +145,9 @@ export function JobView(props: IJobViewProps): JSX.Element {
       throw reason;
     }
   };
-  const refresh = usePoll(load, model.settings.refreshInterval, running, [job.id]);
+  const refresh = usePoll(load, model.settings.refreshInterval, running, [
+    job.id
+  ]);
 
   const select = (next: JobTab) => {
     setTab(next);
@@ -187,10 +203,18 @@ export function JobView(props: IJobViewProps): JSX.Element {
         ))}
       </div>
       <div className="jp-hyperpod-JobBody">
-        <div role="tabpanel" hidden={tab !== 'details'} className="jp-hyperpod-TabPanel">
+        <div
+          role="tabpanel"
+          hidden={tab !== 'details'}
+          className="jp-hyperpod-TabPanel"
+        >
           <Details job={job} />
         </div>
-        <div role="tabpanel" hidden={tab !== 'logs'} className="jp-hyperpod-TabPanel jp-hyperpod-TabPanel-logs">
+        <div
+          role="tabpanel"
+          hidden={tab !== 'logs'}
+          className="jp-hyperpod-TabPanel jp-hyperpod-TabPanel-logs"
+        >
           {visited.has('logs') && (
             <LogView
               client={model.client}
@@ -206,10 +230,16 @@ export function JobView(props: IJobViewProps): JSX.Element {
             />
           )}
         </div>
-        <div role="tabpanel" hidden={tab !== 'metrics'} className="jp-hyperpod-TabPanel">
+        <div
+          role="tabpanel"
+          hidden={tab !== 'metrics'}
+          className="jp-hyperpod-TabPanel"
+        >
           {visited.has('metrics') &&
             (capabilities && !capabilities.metrics ? (
-              <div className="jp-hyperpod-Empty">This cluster has no metrics store configured.</div>
+              <div className="jp-hyperpod-Empty">
+                This cluster has no metrics store configured.
+              </div>
             ) : (
               <MetricsView
                 client={model.client}

@@ -15,7 +15,8 @@ import {
   Loading,
   RefreshButton,
   StateBadge,
-  useTick
+  useTick,
+  useSignal
 } from './common';
 
 export interface IJobsViewProps {
@@ -50,19 +51,26 @@ export function resources(job: IJob): string {
 
 function JobRow(props: IJobsViewProps & { job: IJob }): JSX.Element {
   const { job, model } = props;
-  const canCancel = !isFinished(job.state) && (model.cluster?.capabilities.cancel ?? true);
+  const canCancel =
+    !isFinished(job.state) && (model.cluster?.capabilities.cancel ?? true);
   return (
-    <li className="jp-hyperpod-JobRow" data-job={job.name} data-state={job.state}>
+    <li
+      className="jp-hyperpod-JobRow"
+      data-job={job.name}
+      data-state={job.state}
+    >
       <button
         className="jp-hyperpod-JobRow-open"
         title={`Open ${job.name}: details, logs and metrics`}
         onClick={() => props.openJob(job)}
       >
         <span className="jp-hyperpod-JobRow-line">
-          <span className="jp-hyperpod-JobRow-name">{job.name}</span>
-          <StateBadge state={job.state} title={job.state_reason ?? undefined} />
+          <span className="jp-hyperpod-JobRow-name" title={job.name}>
+            {job.name}
+          </span>
         </span>
         <span className="jp-hyperpod-JobRow-line jp-hyperpod-JobRow-sub">
+          <StateBadge state={job.state} title={job.state_reason ?? undefined} />
           <span title={new Date(job.created * 1000).toString()}>
             {formatAge(job.created)}
           </span>
@@ -96,6 +104,7 @@ function JobRow(props: IJobsViewProps & { job: IJob }): JSX.Element {
 
 export function JobsView(props: IJobsViewProps): JSX.Element {
   const { model } = props;
+  useSignal(model.changed);
   const [text, setText] = React.useState('');
   useTick(15000);
   const jobs = model.jobs;

@@ -36,11 +36,32 @@ function terminalTheme(): ITheme {
     foreground: get('--jp-ui-font-color0', light ? '#000' : '#fff'),
     background: get('--jp-layout-color0', light ? '#fff' : '#111'),
     cursor: get('--jp-layout-color0', light ? '#fff' : '#111'),
-    selectionBackground: light ? 'rgba(0, 100, 200, 0.3)' : 'rgba(120, 170, 255, 0.35)',
+    selectionBackground: light
+      ? 'rgba(0, 100, 200, 0.3)'
+      : 'rgba(120, 170, 255, 0.35)',
     ...(light
-      ? { yellow: '#8a6d00', brightYellow: '#a07f00', white: '#555', brightWhite: '#333' }
+      ? {
+          yellow: '#8a6d00',
+          brightYellow: '#a07f00',
+          white: '#555',
+          brightWhite: '#333'
+        }
       : {})
   };
+}
+
+function codeFontFamily(): string {
+  const family = getComputedStyle(document.body)
+    .getPropertyValue('--jp-code-font-family')
+    .trim();
+  return family || 'monospace';
+}
+
+function codeFontSize(): number {
+  const size = parseFloat(
+    getComputedStyle(document.body).getPropertyValue('--jp-code-font-size')
+  );
+  return Number.isFinite(size) && size > 6 ? size : 13;
 }
 
 function rankCount(job: IJob): number {
@@ -89,8 +110,10 @@ export function LogView(props: ILogViewProps): JSX.Element {
       cursorStyle: 'bar',
       cursorInactiveStyle: 'none',
       scrollback: 20000,
-      fontSize: 13,
-      fontFamily: 'var(--jp-code-font-family), monospace',
+      // The canvas renderer needs real values, not CSS variables.
+      fontSize: codeFontSize(),
+      fontFamily: codeFontFamily(),
+      lineHeight: 1.15,
       theme: terminalTheme()
     });
     const fit = new FitAddon();
@@ -143,7 +166,8 @@ export function LogView(props: ILogViewProps): JSX.Element {
     };
     const start = async () => {
       const offsets = new Map<number, number>();
-      const wanted = rank === 'all' ? Array.from({ length: ranks }, (_, i) => i) : [rank];
+      const wanted =
+        rank === 'all' ? Array.from({ length: ranks }, (_, i) => i) : [rank];
       const tail = Math.max(10, Math.floor(props.tailLines / wanted.length));
       setStatus({ phase: 'connecting', message: 'Loading the log…' });
       try {
@@ -224,16 +248,22 @@ export function LogView(props: ILogViewProps): JSX.Element {
   };
 
   const download = async () => {
-    const wanted = rank === 'all' ? Array.from({ length: ranks }, (_, i) => i) : [rank];
+    const wanted =
+      rank === 'all' ? Array.from({ length: ranks }, (_, i) => i) : [rank];
     const parts: string[] = [];
     try {
       for (const r of wanted) {
         const snapshot = await client.logs(job.id, r, 10000000);
         parts.push(
-          wanted.length > 1 ? `===== rank ${r} =====\n${snapshot.text}` : snapshot.text
+          wanted.length > 1
+            ? `===== rank ${r} =====\n${snapshot.text}`
+            : snapshot.text
         );
       }
-      saveText(parts.join('\n'), `${job.name}-${rank === 'all' ? 'all-ranks' : `rank${rank}`}.log`);
+      saveText(
+        parts.join('\n'),
+        `${job.name}-${rank === 'all' ? 'all-ranks' : `rank${rank}`}.log`
+      );
     } catch (error) {
       setStatus({
         phase: status.phase,
@@ -251,7 +281,11 @@ export function LogView(props: ILogViewProps): JSX.Element {
             aria-label="Rank"
             value={String(rank)}
             onChange={event =>
-              setRank(event.target.value === 'all' ? 'all' : Number(event.target.value))
+              setRank(
+                event.target.value === 'all'
+                  ? 'all'
+                  : Number(event.target.value)
+              )
             }
           >
             {Array.from({ length: ranks }, (_, i) => (
@@ -287,11 +321,25 @@ export function LogView(props: ILogViewProps): JSX.Element {
             }
           }}
         />
-        <IconButton icon={caretUpIcon} title="Previous match" onClick={() => find(false)} />
-        <IconButton icon={caretDownIcon} title="Next match" onClick={() => find(true)} />
-        {found === false && <span className="jp-hyperpod-LogSearch-none">No match</span>}
+        <IconButton
+          icon={caretUpIcon}
+          title="Previous match"
+          onClick={() => find(false)}
+        />
+        <IconButton
+          icon={caretDownIcon}
+          title="Next match"
+          onClick={() => find(true)}
+        />
+        {found === false && (
+          <span className="jp-hyperpod-LogSearch-none">No match</span>
+        )}
         <span className="jp-hyperpod-Spacer" />
-        <IconButton icon={downloadIcon} title="Download the whole log" onClick={() => void download()} />
+        <IconButton
+          icon={downloadIcon}
+          title="Download the whole log"
+          onClick={() => void download()}
+        />
       </div>
       <div
         className={`jp-hyperpod-LogStatus jp-mod-${status.phase}`}

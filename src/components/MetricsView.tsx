@@ -10,8 +10,25 @@ import { IJobMetrics, IMetricPoint } from '../models';
 import { ErrorMessage, Loading } from './common';
 import { usePoll } from './usePoll';
 
+/** Axis labels that stay readable for tiny values such as learning rates. */
+export function tickLabel(value: number | null): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) {
+    return '';
+  }
+  if (value === 0) {
+    return '0';
+  }
+  const magnitude = Math.abs(value);
+  if (magnitude < 1e-3 || magnitude >= 1e6) {
+    return value.toExponential(1);
+  }
+  return String(Number(value.toPrecision(3)));
+}
+
 function cssVar(name: string, fallback: string): string {
-  return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
+  return (
+    getComputedStyle(document.body).getPropertyValue(name).trim() || fallback
+  );
 }
 
 /** One metric's curve, drawn by uPlot and updated in place. */
@@ -37,7 +54,11 @@ function Chart(props: { name: string; points: IMetricPoint[] }): JSX.Element {
         scales: { x: { time: false } },
         axes: [
           { ...axis, label: 'step' },
-          { ...axis, size: 60 }
+          {
+            ...axis,
+            size: 64,
+            values: (_plot: uPlot, splits: number[]) => splits.map(tickLabel)
+          }
         ],
         series: [
           { label: 'step' },
@@ -78,7 +99,7 @@ function Chart(props: { name: string; points: IMetricPoint[] }): JSX.Element {
         <span className="jp-hyperpod-Chart-name">{props.name}</span>
         {last && (
           <span className="jp-hyperpod-Chart-last">
-            {Number(last.value.toPrecision(5))} at step {last.step}
+            {tickLabel(last.value)} at step {last.step}
           </span>
         )}
       </figcaption>
@@ -106,10 +127,10 @@ export function MetricsView(props: {
       throw reason;
     }
   };
-  // Once at first, then while the job runs.
+  // Once at first, again when the job ends (its last points), and while it runs.
   React.useEffect(() => {
     load().catch(() => undefined);
-  }, [props.jobId]);
+  }, [props.jobId, props.running]);
   const refresh = usePoll(load, props.refreshInterval, props.running, [
     props.jobId
   ]);

@@ -71,7 +71,11 @@ function PanelBody(props: {
         <span className="jp-hyperpod-PanelHeader-title">HyperPod</span>
         <span
           className="jp-hyperpod-PanelHeader-cluster"
-          title={cluster ? `${cluster.orchestrator} cluster ${cluster.name}` : undefined}
+          title={
+            cluster
+              ? `${cluster.orchestrator} cluster ${cluster.name}`
+              : undefined
+          }
         >
           {cluster ? `${cluster.name} · ${cluster.orchestrator}` : ''}
         </span>
@@ -110,7 +114,10 @@ function PanelBody(props: {
                     j => j.state === 'RUNNING' || j.state === 'PENDING'
                   ).length;
                   return active > 0 ? (
-                    <span className="jp-hyperpod-Tab-count" title={`${active} active`}>
+                    <span
+                      className="jp-hyperpod-Tab-count"
+                      title={`${active} active`}
+                    >
                       {active}
                     </span>
                   ) : null;
@@ -134,7 +141,11 @@ function PanelBody(props: {
             ) : tab.id === 'files' ? (
               <FilesView
                 model={model}
-                openFile={cluster?.filesystem.contents_path !== null ? actions.openFile : undefined}
+                openFile={
+                  cluster?.filesystem.contents_path !== null
+                    ? actions.openFile
+                    : undefined
+                }
                 submitFile={actions.submitFile}
               />
             ) : tab.id === 'jobs' ? (

@@ -1,4 +1,5 @@
-import { runIcon } from '@jupyterlab/ui-components';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
+import { expandIcon, runIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
@@ -16,7 +17,7 @@ import { joinPath } from '../format';
 import { ApiError } from '../handler';
 import { asApiError, HyperpodModel } from '../model';
 import { IJob, IRendered, ITemplateInfo, ITemplateParam } from '../models';
-import { ErrorMessage, Loading } from './common';
+import { ErrorMessage, IconButton, Loading, useSignal } from './common';
 
 export interface ISubmitViewProps {
   model: HyperpodModel;
@@ -60,9 +61,10 @@ function PathInput(props: {
         .then(listing => {
           if (!cancelled) {
             setOptions(
-              listing.entries.map(entry =>
-                joinPath(folder, entry.name) +
-                (entry.type === 'directory' ? '/' : '')
+              listing.entries.map(
+                entry =>
+                  joinPath(folder, entry.name) +
+                  (entry.type === 'directory' ? '/' : '')
               )
             );
           }
@@ -220,6 +222,7 @@ function ParamField(props: {
 
 export function SubmitView(props: ISubmitViewProps): JSX.Element {
   const { model } = props;
+  useSignal(model.changed);
   const templates = model.templates;
   const request = model.submitRequest;
   const [state, setState] = React.useState<IFormState | null>(null);
@@ -232,6 +235,9 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
   const [previewing, setPreviewing] = React.useState(false);
   const [submitting, setSubmitting] = React.useState(false);
   const appliedSerial = React.useRef(0);
+  // Fields the user changed: "required" is only said of those, not of a fresh form.
+  const [touched, setTouched] = React.useState<Set<string>>(new Set());
+  const [advancedOpen, setAdvancedOpen] = React.useState(false);
 
   const template = React.useMemo(
     () =>
@@ -258,6 +264,7 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
         });
         setServerErrors({});
         setGeneral(null);
+        setTouched(new Set());
       }
       return;
     }
@@ -361,7 +368,13 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
     );
   }
 
+  const touch = (name: string) => {
+    if (!touched.has(name)) {
+      setTouched(new Set([...touched, name]));
+    }
+  };
   const setValue = (name: string, value: FieldValue) => {
+    touch(name);
     setState({ ...state, values: { ...state.values, [name]: value } });
     if (serverErrors[name]) {
       const rest = { ...serverErrors };
@@ -369,8 +382,13 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
       setServerErrors(rest);
     }
   };
-  const errorOf = (field: string) =>
-    clientErrors[field] ?? serverErrors[field] ?? null;
+  const errorOf = (field: string) => {
+    const value = field === NAME_FIELD ? state.name : state.values[field];
+    const blank = value === '' || value === undefined;
+    const client =
+      touched.has(field) || !blank ? clientErrors[field] : undefined;
+    return client ?? serverErrors[field] ?? null;
+  };
   const ready =
     !hasClientErrors &&
     Object.keys(serverErrors).length === 0 &&
@@ -386,7 +404,10 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
     try {
       const job = await model.client.submit(submission);
       props.onSubmitted(job);
-      setState({ ...state, name: suggestName(state.name.replace(/-\d{4}-\d{6}$/, '')) });
+      setState({
+        ...state,
+        name: suggestName(state.name.replace(/-\d{4}-\d{6}$/, ''))
+      });
     } catch (reason) {
       const error = asApiError(reason);
       const field = fieldForError(error.field, template);
@@ -455,6 +476,7 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             aria-describedby="jp-hyperpod-param-name-help"
             spellCheck={false}
             onChange={event => {
+              touch(NAME_FIELD);
               setState({ ...state, name: event.target.value });
               if (serverErrors[NAME_FIELD]) {
                 setServerErrors({});
@@ -474,21 +496,41 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             )}
           </div>
         </div>
-        {groupParams(template.params).map(group => (
-          <fieldset key={group.group} className="jp-hyperpod-Group">
-            <legend>{group.title}</legend>
-            {group.params.map(param => (
-              <ParamField
-                key={`${template.name}-${param.name}`}
-                model={model}
-                param={param}
-                value={state.values[param.name] ?? ''}
-                error={errorOf(param.name)}
-                onChange={value => setValue(param.name, value)}
-              />
-            ))}
-          </fieldset>
-        ))}
+        {groupParams(template.params).map(group => {
+          const fieldset = (
+            <fieldset key={group.group} className="jp-hyperpod-Group">
+              {group.group !== 'advanced' && <legend>{group.title}</legend>}
+              {group.params.map(param => (
+                <ParamField
+                  key={`${template.name}-${param.name}`}
+                  model={model}
+                  param={param}
+                  value={state.values[param.name] ?? ''}
+                  error={errorOf(param.name)}
+                  onChange={value => setValue(param.name, value)}
+                />
+              ))}
+            </fieldset>
+          );
+          if (group.group !== 'advanced') {
+            return fieldset;
+          }
+          // Advanced options stay folded unless one of them needs attention.
+          const needed = group.params.some(p => errorOf(p.name) !== null);
+          return (
+            <details
+              key={group.group}
+              className="jp-hyperpod-Advanced"
+              open={advancedOpen || needed}
+              onToggle={event =>
+                setAdvancedOpen((event.target as HTMLDetailsElement).open)
+              }
+            >
+              <summary>{group.title}</summary>
+              {fieldset}
+            </details>
+          );
+        })}
         <section className="jp-hyperpod-Preview" aria-label="Preview">
           <div className="jp-hyperpod-Preview-title">
             Preview
@@ -503,6 +545,24 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             )}
             {previewing && (
               <span className="jp-hyperpod-Preview-busy">updating…</span>
+            )}
+            <span className="jp-hyperpod-Spacer" />
+            {preview && (
+              <IconButton
+                icon={expandIcon}
+                title="Show the whole preview"
+                onClick={() =>
+                  void showDialog({
+                    title: `${state.name}: exactly what will be submitted`,
+                    body: (
+                      <pre className="jp-hyperpod-Preview-text jp-hyperpod-Preview-full">
+                        {preview.text}
+                      </pre>
+                    ),
+                    buttons: [Dialog.okButton({ label: 'Close' })]
+                  })
+                }
+              />
             )}
           </div>
           <ErrorMessage error={general} />
@@ -527,7 +587,7 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
           ) : (
             <div className="jp-hyperpod-Preview-empty">
               {hasClientErrors || Object.keys(serverErrors).length > 0
-                ? 'Fix the fields marked above to see what will be submitted.'
+                ? 'Fill in the fields marked * and fix any marked in red to see exactly what will be submitted.'
                 : 'Preparing the preview…'}
             </div>
           )}

@@ -9,7 +9,9 @@ export function StateBadge(props: {
   state: JobState | string;
   title?: string;
 }): JSX.Element {
-  const kind = String(props.state).toLowerCase().replace(/[^a-z]+/g, '-');
+  const kind = String(props.state)
+    .toLowerCase()
+    .replace(/[^a-z]+/g, '-');
   return (
     <span
       className={`jp-hyperpod-Badge jp-hyperpod-state-${kind}`}

@@ -21,7 +21,11 @@ export function usePoll(
     const interval = seconds * 1000;
     const poll = new Poll({
       factory: () => factoryRef.current(),
-      frequency: { interval, backoff: true, max: Math.max(60000, interval * 6) },
+      frequency: {
+        interval,
+        backoff: true,
+        max: Math.max(60000, interval * 6)
+      },
       standby: 'when-hidden',
       name: 'jupyter-hyperpod:job'
     });

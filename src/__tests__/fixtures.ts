@@ -1,0 +1,20 @@
+import { INode } from '../models';
+
+/** A node as a big HyperPod cluster reports it; every tenth is drained and unhealthy. */
+export function makeNode(i: number, extra: Partial<INode> = {}): INode {
+  return {
+    name: `ip-10-1-${Math.floor(i / 250)}-${i % 250}`,
+    state: i % 10 === 0 ? 'drained' : i % 3 === 0 ? 'allocated' : 'idle',
+    health: i % 10 === 0 ? 'unhealthy' : 'healthy',
+    health_detail: i % 10 === 0 ? 'deep health check failed' : null,
+    instance_type: i % 2 ? 'ml.p5.48xlarge' : 'ml.g5.8xlarge',
+    instance_group: i % 2 ? 'gpu-p5' : 'gpu-g5',
+    cpus: 192,
+    memory_mb: 2_000_000,
+    gpus: { total: 8, allocated: i % 3 === 0 ? 8 : 0, type: 'nvidia.com/gpu' },
+    efa: 32,
+    partitions: ['dev'],
+    labels: {},
+    ...extra
+  };
+}

@@ -1,0 +1,197 @@
+import { ISocketLike, IStreamStatus, LogStream } from '../logstream';
+
+/** A socket the test drives: open it, send frames, close it with a code. */
+class FakeSocket implements ISocketLike {
+  constructor(readonly url: string) {}
+  onopen: ((event: any) => void) | null = null;
+  onmessage: ((event: { data: any }) => void) | null = null;
+  onclose: ((event: { code: number; reason: string }) => void) | null = null;
+  onerror: ((event: any) => void) | null = null;
+  closed = false;
+
+  close(): void {
+    this.closed = true;
+  }
+  open(): void {
+    this.onopen?.({});
+  }
+  send(frame: unknown): void {
+    this.onmessage?.({ data: JSON.stringify(frame) });
+  }
+  drop(code: number, reason = ''): void {
+    this.onclose?.({ code, reason });
+  }
+}
+
+function setup(
+  options: Partial<ConstructorParameters<typeof LogStream>[0]> = {}
+) {
+  const sockets: FakeSocket[] = [];
+  const text: string[] = [];
+  const statuses: IStreamStatus[] = [];
+  const ends: string[] = [];
+  const stream = new LogStream({
+    url: offsets => `ws://x/stream?offset=${offsets.get(0) ?? 0}`,
+    onData: (rank, data) => text.push(`${rank}:${data}`),
+    onStatus: status => statuses.push(status),
+    onEnd: state => ends.push(state),
+    createSocket: url => {
+      const socket = new FakeSocket(url);
+      sockets.push(socket);
+      return socket;
+    },
+    initialDelay: 1000,
+    maxDelay: 4000,
+    inactivityTimeout: 45000,
+    ...options
+  });
+  return { stream, sockets, text, statuses, ends };
+}
+
+describe('LogStream', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('writes data frames and remembers the offset after each', () => {
+    const { stream, sockets, text } = setup();
+    stream.start();
+    sockets[0].open();
+    expect(stream.status.phase).toBe('live');
+    sockets[0].send({ type: 'status', state: 'RUNNING' });
+    sockets[0].send({ type: 'data', rank: 0, offset: 6, data: 'hello\n' });
+    sockets[0].send({ type: 'heartbeat', time: 1 });
+    sockets[0].send({ type: 'data', rank: 0, offset: 12, data: 'world\n' });
+    expect(text).toEqual(['0:hello\n', '0:world\n']);
+    expect(stream.offsets.get(0)).toBe(12);
+  });
+
+  it('starts from the snapshot offset', () => {
+    const { stream, sockets } = setup({ offsets: new Map([[0, 500]]) });
+    stream.start();
+    expect(sockets[0].url).toBe('ws://x/stream?offset=500');
+  });
+
+  it('reconnects after a network drop from the last offset, telling the user', () => {
+    const { stream, sockets, text, statuses } = setup();
+    stream.start();
+    sockets[0].open();
+    sockets[0].send({ type: 'data', rank: 0, offset: 3, data: 'ab\n' });
+    sockets[0].drop(1006);
+    expect(stream.status.phase).toBe('reconnecting');
+    expect(stream.status.message).toMatch(/lost.*Reconnecting in 1s/);
+    expect(sockets).toHaveLength(1);
+    jest.advanceTimersByTime(1000);
+    expect(sockets).toHaveLength(2);
+    expect(sockets[1].url).toBe('ws://x/stream?offset=3');
+    sockets[1].open();
+    // A repeated chunk (already shown) is skipped; new text follows.
+    sockets[1].send({ type: 'data', rank: 0, offset: 3, data: 'ab\n' });
+    sockets[1].send({ type: 'data', rank: 0, offset: 6, data: 'cd\n' });
+    expect(text).toEqual(['0:ab\n', '0:cd\n']);
+    expect(statuses.map(s => s.phase)).toEqual([
+      'connecting',
+      'live',
+      'reconnecting',
+      'reconnecting',
+      'live'
+    ]);
+  });
+
+  it('backs off while the cluster is unreachable and resets once connected', () => {
+    const { stream, sockets } = setup();
+    stream.start();
+    sockets[0].drop(4503, 'cluster unreachable');
+    expect(stream.status.message).toMatch(/cluster cannot be reached/);
+    jest.advanceTimersByTime(1000);
+    sockets[1].drop(4503);
+    expect(stream.status.retryIn).toBe(2);
+    jest.advanceTimersByTime(2000);
+    sockets[2].drop(4503);
+    expect(stream.status.retryIn).toBe(4);
+    jest.advanceTimersByTime(4000);
+    sockets[3].drop(4503);
+    expect(stream.status.retryIn).toBe(4); // capped at maxDelay
+    jest.advanceTimersByTime(4000);
+    sockets[4].open();
+    sockets[4].drop(1011);
+    expect(stream.status.retryIn).toBe(1);
+  });
+
+  it('stops for good at the end of the job', () => {
+    const { stream, sockets, ends } = setup();
+    stream.start();
+    sockets[0].open();
+    sockets[0].send({ type: 'end', state: 'SUCCEEDED', exit_code: 0 });
+    sockets[0].drop(1000, 'job SUCCEEDED');
+    expect(ends).toEqual(['SUCCEEDED']);
+    expect(stream.status.phase).toBe('ended');
+    jest.advanceTimersByTime(60000);
+    expect(sockets).toHaveLength(1);
+  });
+
+  it('does not retry a job that does not exist', () => {
+    const { stream, sockets } = setup();
+    stream.start();
+    sockets[0].drop(4004, 'job not found');
+    expect(stream.status.phase).toBe('failed');
+    expect(stream.status.message).toMatch(/no longer exists/);
+    jest.advanceTimersByTime(60000);
+    expect(sockets).toHaveLength(1);
+  });
+
+  it('pauses without losing its place and resumes from it', () => {
+    const { stream, sockets } = setup();
+    stream.start();
+    sockets[0].open();
+    sockets[0].send({ type: 'data', rank: 0, offset: 42, data: 'x' });
+    stream.pause();
+    expect(sockets[0].closed).toBe(true);
+    expect(stream.status.phase).toBe('paused');
+    jest.advanceTimersByTime(60000);
+    expect(sockets).toHaveLength(1);
+    stream.resume();
+    expect(sockets[1].url).toBe('ws://x/stream?offset=42');
+  });
+
+  it('reconnects when even heartbeats stop arriving', () => {
+    const { stream, sockets } = setup({ inactivityTimeout: 30000 });
+    stream.start();
+    sockets[0].open();
+    jest.advanceTimersByTime(20000);
+    sockets[0].send({ type: 'heartbeat', time: 1 });
+    jest.advanceTimersByTime(20000);
+    expect(sockets).toHaveLength(1);
+    jest.advanceTimersByTime(10000);
+    expect(sockets[0].closed).toBe(true);
+    expect(stream.status.message).toMatch(/stopped answering/);
+    jest.advanceTimersByTime(1000);
+    expect(sockets).toHaveLength(2);
+  });
+
+  it('keeps one offset per rank when following all ranks', () => {
+    const { stream, sockets, text } = setup({
+      url: offsets =>
+        Array.from(offsets.entries())
+          .map(([r, o]) => `${r}:${o}`)
+          .join(',')
+    });
+    stream.start();
+    sockets[0].open();
+    sockets[0].send({ type: 'data', rank: 1, offset: 10, data: 'b' });
+    sockets[0].send({ type: 'data', rank: 0, offset: 4, data: 'a' });
+    sockets[0].drop(1006);
+    jest.advanceTimersByTime(1000);
+    expect(sockets[1].url).toBe('1:10,0:4');
+    expect(text).toEqual(['1:b', '0:a']);
+  });
+
+  it('closes its socket and schedules nothing once disposed', () => {
+    const { stream, sockets } = setup();
+    stream.start();
+    sockets[0].drop(1006);
+    stream.dispose();
+    jest.advanceTimersByTime(60000);
+    expect(sockets).toHaveLength(1);
+    expect(stream.isDisposed).toBe(true);
+  });
+});

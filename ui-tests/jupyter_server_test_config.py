@@ -1,0 +1,43 @@
+"""Jupyter server for the Galata UI tests: a local cluster on a temporary file system."""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from jupyter_core.paths import jupyter_path
+from jupyterlab.galata import configure_jupyter_server
+
+configure_jupyter_server(c)  # noqa: F821  (c is the config object of this file)
+
+c.ServerApp.allow_root = True  # noqa: F821
+c.ServerApp.port = int(os.environ.get("HYPERPOD_UI_PORT", "8917"))  # noqa: F821
+c.ServerApp.jpserver_extensions = {"jupyter_hyperpod": True}  # noqa: F821
+c.LabApp.news_url = None  # noqa: F821
+c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"  # noqa: F821
+
+root = Path(c.ServerApp.root_dir)  # noqa: F821
+fs_root = root / "fs"
+project = fs_root / "shared" / "project"
+project.mkdir(parents=True, exist_ok=True)
+for script in (Path(__file__).parent / "demo").glob("*.py"):
+    shutil.copy(script, project / script.name)
+(project / "notes.md").write_text("# Demo project\n")
+state = Path(tempfile.mkdtemp(prefix="hyperpod-ui-state-"))
+
+c.HyperPodSettings.orchestrator = "local"  # noqa: F821
+c.HyperPodSettings.shared_fs_root = str(fs_root)  # noqa: F821
+c.HyperPodSettings.job_store = str(state / "jobs.sqlite")  # noqa: F821
+c.HyperPodSettings.mlflow_tracking_uri = f"sqlite:///{state / 'mlflow.db'}"  # noqa: F821
+os.environ["HYPERPOD_FS_ROOT"] = str(fs_root)
+
+# Use the built extension of this checkout when it is not installed.
+installed = any((Path(p) / "jupyter-hyperpod").exists() for p in jupyter_path("labextensions"))
+if not installed:
+    built = Path(__file__).resolve().parent.parent / "jupyter_hyperpod" / "labextension"
+    link_dir = Path(tempfile.mkdtemp(prefix="hyperpod-labext-"))
+    (link_dir / "jupyter-hyperpod").symlink_to(built)
+    c.LabServerApp.extra_labextensions_path = [  # noqa: F821
+        c.LabServerApp.extra_labextensions_path,  # noqa: F821
+        str(link_dir),
+    ]

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Galata UI tests of the HyperPod panel, headless with Debian's chromium.
+# Needs: the extension built (pip install -e . or jlpm build at the repository root),
+# node/npm, /usr/bin/chromium. Writes screenshots to docs/screenshots/.
+set -euo pipefail
+cd "$(dirname "$0")"
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+if [ ! -d node_modules/@jupyterlab/galata ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+if [ ! -f ../jupyter_hyperpod/labextension/package.json ]; then
+  (cd .. && jlpm install && jlpm build)
+fi
+# The server extension from this checkout, installed or not.
+export PYTHONPATH="$(cd .. && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+mkdir -p ../docs/screenshots
+exec npx playwright test "$@"

@@ -1,0 +1,186 @@
+/**
+ * The journey of a data scientist on the local cluster, in a real browser:
+ * open the panel -> see the node -> browse to a script -> submit it from the form after seeing
+ * the preview -> watch its log lines arrive live -> see it succeed -> cancel another running
+ * job -> see an error message for an invalid field. Screenshots of each view go to docs/.
+ */
+import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import * as path from 'path';
+
+const SHOTS = path.resolve(__dirname, '..', '..', 'docs', 'screenshots');
+const PANEL_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-hyperpod-panel"]';
+
+test.use({ autoGoto: true });
+
+async function openPanel(page: IJupyterLabPageFixture): Promise<void> {
+  const panel = page.locator('#jupyter-hyperpod-panel');
+  if (!(await panel.isVisible())) {
+    await page.locator(PANEL_TAB).click();
+  }
+  await expect(panel).toBeVisible();
+}
+
+async function showView(page: IJupyterLabPageFixture, view: string): Promise<void> {
+  await page.locator(`#jp-hyperpod-tab-${view}`).click();
+  await expect(page.locator(`#jp-hyperpod-view-${view}`)).toBeVisible();
+}
+
+/** Submit a demo script through the REST API (for the jobs the journey does not type in). */
+async function submitByApi(
+  page: IJupyterLabPageFixture,
+  name: string,
+  script: string
+): Promise<string> {
+  const response = await page.request.post('/hyperpod/api/jobs', {
+    data: { name, template: 'script', params: { script } }
+  });
+  expect(response.status()).toBe(201);
+  return (await response.json()).id;
+}
+
+async function shot(page: IJupyterLabPageFixture, name: string): Promise<void> {
+  // No animation or caret blinking in the pictures.
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(SHOTS, name) });
+}
+
+test('the whole journey on the local cluster', async ({ page }) => {
+  await test.step('open the panel and see the node', async () => {
+    await openPanel(page);
+    await showView(page, 'cluster');
+    const node = page.locator('.jp-hyperpod-NodeRow').first();
+    await expect(node).toBeVisible();
+    await expect(node.locator('.jp-hyperpod-health-healthy')).toHaveText('healthy');
+    await expect(page.locator('.jp-hyperpod-Facts')).toContainText('local');
+    await shot(page, 'cluster.png');
+  });
+
+  await test.step('browse the partition to the script', async () => {
+    await showView(page, 'files');
+    await page.locator('.jp-hyperpod-FileRow[data-path="project"] .jp-hyperpod-FileCol-name').click();
+    await expect(page.locator('.jp-hyperpod-Crumb[aria-current="location"]')).toHaveText('project');
+    const script = page.locator('.jp-hyperpod-FileRow[data-path="project/train.py"]');
+    await expect(script).toBeVisible();
+    await expect(script.locator('.jp-hyperpod-FileCol-size')).toHaveText(/\d+ B/);
+    await shot(page, 'files.png');
+    await script.getByRole('button', { name: 'Submit train.py as a job' }).click();
+  });
+
+  let jobName = '';
+  await test.step('see the preview, then submit from the form', async () => {
+    await expect(page.locator('#jp-hyperpod-view-submit')).toBeVisible();
+    await expect(page.locator('#jp-hyperpod-param-script')).toHaveValue('project/train.py');
+    jobName = await page.locator('#jp-hyperpod-param-name').inputValue();
+    expect(jobName).toMatch(/^train-\d{4}-\d{6}$/);
+    const preview = page.locator('.jp-hyperpod-Preview-text');
+    await expect(preview).toContainText('train.py');
+    await expect(preview).toContainText(jobName);
+    const submit = page.locator('.jp-hyperpod-SubmitButton');
+    await expect(submit).toBeEnabled();
+    await preview.scrollIntoViewIfNeeded();
+    await shot(page, 'submit.png');
+    await submit.click();
+  });
+
+  await test.step('watch the log lines arrive live', async () => {
+    const job = page.locator(`.jp-hyperpod-JobView[data-job="${jobName}"]`);
+    await expect(job).toBeVisible();
+    const terminal = job.locator('.jp-hyperpod-Terminal .xterm-rows');
+    await expect(terminal).toContainText('step 02/16');
+    // More lines keep arriving while the job runs.
+    await expect(job.locator('.jp-hyperpod-JobHeader .jp-hyperpod-Badge')).toHaveText('RUNNING');
+    await expect(job.locator('.jp-hyperpod-LogStatus')).toContainText('live');
+    await expect(terminal).toContainText('step 06/16');
+    await shot(page, 'logs.png');
+  });
+
+  await test.step('see it succeed', async () => {
+    const job = page.locator(`.jp-hyperpod-JobView[data-job="${jobName}"]`);
+    await expect(job.locator('.jp-hyperpod-Terminal .xterm-rows')).toContainText(
+      'training finished',
+      { timeout: 60000 }
+    );
+    await expect(job.locator('.jp-hyperpod-JobHeader .jp-hyperpod-Badge')).toHaveText(
+      'SUCCEEDED',
+      { timeout: 30000 }
+    );
+    // The progress bar was redrawn in place: one line, not one per redraw.
+    const text = await job.locator('.jp-hyperpod-Terminal .xterm-rows').innerText();
+    expect(text.match(/progress \[/g)?.length).toBe(1);
+    expect(text).toContain('progress [################] 100%');
+    await job.getByRole('tab', { name: 'Details' }).click();
+    await expect(job.locator('.jp-hyperpod-Details')).toContainText('Exit code');
+    await shot(page, 'job-details.png');
+  });
+
+  await test.step('cancel another running job', async () => {
+    const other = `sleeper-${Date.now() % 100000}`;
+    await submitByApi(page, other, 'project/sleep.py');
+    await showView(page, 'jobs');
+    const row = page.locator(`.jp-hyperpod-JobRow[data-job="${other}"]`);
+    await expect(row).toHaveAttribute('data-state', 'RUNNING', { timeout: 30000 });
+    await expect(page.locator(`.jp-hyperpod-JobRow[data-job="${jobName}"]`)).toHaveAttribute(
+      'data-state',
+      'SUCCEEDED'
+    );
+    await shot(page, 'jobs.png');
+    await row.locator('.jp-hyperpod-cancel').click();
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText(`Cancel ${other}?`);
+    await dialog.locator('.jp-Dialog-button.jp-mod-warn').click();
+    await expect(row).toHaveAttribute('data-state', 'CANCELLED', { timeout: 30000 });
+    await expect(row.locator('.jp-hyperpod-cancel')).toHaveCount(0);
+  });
+
+  await test.step('see an error message for an invalid field', async () => {
+    await showView(page, 'submit');
+    await page.locator('#jp-hyperpod-param-script').fill('project/train.py');
+    // The browser checks what it can as the user types...
+    await page.locator('#jp-hyperpod-param-name').fill('Bad Name');
+    await expect(page.locator('[data-field="name"] .jp-hyperpod-Field-error')).toHaveText(
+      'Use lowercase letters only.'
+    );
+    await page.locator('#jp-hyperpod-param-name').fill('too-many-nodes');
+    // ...and the server's message about a field shows next to that field.
+    await page.locator('#jp-hyperpod-param-nodes').fill('5');
+    const error = page.locator('[data-field="nodes"] .jp-hyperpod-Field-error');
+    await expect(error).toContainText('one node');
+    await expect(page.locator('.jp-hyperpod-SubmitButton')).toBeDisabled();
+    await error.scrollIntoViewIfNeeded();
+    await shot(page, 'submit-error.png');
+    await page.locator('#jp-hyperpod-param-nodes').fill('1');
+    await expect(error).toHaveCount(0);
+    await expect(page.locator('.jp-hyperpod-SubmitButton')).toBeEnabled();
+  });
+});
+
+test('metrics: the curves of an MLflow run', async ({ page }) => {
+  const name = `curves-${Date.now() % 100000}`;
+  const id = await submitByApi(page, name, 'project/curves.py');
+  await openPanel(page);
+  await page.evaluate(
+    async ({ id }) => {
+      await (window as any).jupyterapp.commands.execute('hyperpod:open-job', { id, tab: 'metrics' });
+    },
+    { id }
+  );
+  const job = page.locator(`.jp-hyperpod-JobView[data-job="${name}"]`);
+  await expect(job.locator('.jp-hyperpod-Chart[data-metric="loss"]')).toBeVisible({
+    timeout: 90000
+  });
+  await expect(job.locator('.jp-hyperpod-Chart[data-metric="learning_rate"]')).toBeVisible();
+  await expect(job.locator('.jp-hyperpod-Chart[data-metric="loss"] canvas')).toHaveCount(1);
+  await shot(page, 'metrics.png');
+});
+
+test('dark theme and a thousand-node filter stay readable', async ({ page }) => {
+  await page.theme.setDarkTheme();
+  await openPanel(page);
+  await showView(page, 'cluster');
+  await expect(page.locator('.jp-hyperpod-NodeRow').first()).toBeVisible();
+  await page.locator('[aria-label="Filter nodes by name or type"]').fill('no-such-node');
+  await expect(page.locator('.jp-hyperpod-Empty')).toHaveText('No node matches the filter.');
+  await page.locator('[aria-label="Filter nodes by name or type"]').fill('');
+  await expect(page.locator('.jp-hyperpod-NodeRow').first()).toBeVisible();
+  await shot(page, 'cluster-dark.png');
+});
