@@ -1,10 +1,10 @@
-"""The real Slurm cluster these tests run against, started once per session by the project's script.
+"""The real Slurm cluster these tests run against, started once by the project's script.
 
 `scripts/slurm-test-cluster.sh` starts slurmctld and 4 slurmd (node1..node4, 4 fake GPUs and 4 CPUs
 each) on this machine; it installs Debian's slurm-wlm and munge when they are missing. The cluster
-is stopped at the end of the session, so that other test suites' `orchestrator = auto` never find
-it. The shared file system is the test's temporary directory: slurmd runs here, jobs see the same
-paths.
+is stopped after the last test of this directory, so that other suites' `orchestrator = auto`
+never find it. The shared file system is the test's temporary directory: slurmd runs here, jobs
+see the same paths.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ CLUSTER_ENV = {
     "NODE_FEATURES": "ml.g5.12xlarge",  # as HyperPod nodes may show their instance type
 }
 
-pytestmark = pytest.mark.slurm
-
 
 def cluster(command: str, timeout: float = 180) -> str:
     done = subprocess.run(
@@ -55,8 +53,9 @@ def scontrol(*args: str) -> str:
     ).stdout
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def slurm_cluster() -> Iterator[None]:
+    """Up for this directory's tests only: `orchestrator = auto` elsewhere must not find it."""
     if os.geteuid() != 0:
         pytest.fail("the Slurm test cluster needs root (it starts slurmctld and slurmd here)")
     cluster("start")
