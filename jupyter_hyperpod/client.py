@@ -406,10 +406,8 @@ class HyperPodClient:
             try:
                 outcome = yield from self._read_stream(ws, positions, idle_timeout, poll)
             finally:
-                try:
+                with contextlib.suppress(Exception):  # already closed or broken
                     ws.close(timeout=1)
-                except Exception:
-                    pass
             if outcome == "ended":
                 return
             failures = 0 if outcome == "progress" else failures + 1
