@@ -283,3 +283,29 @@ def test_probe_is_armed_only_when_the_controller_answers_there(tmp_path: Path) -
     assert backend.cluster_name() == "fake"
     assert backend.commands.controllers == []
     assert backend.slurm_config(force=True)["ClusterName"] == "fake"
+
+
+def test_sinfo_without_json_falls_back_to_text_for_good(tmp_path: Path) -> None:
+    """An older Slurm whose sinfo has no --json: the text form, and no second --json try."""
+    bin_dir = tmp_path / "bin"
+    fake_scontrol(bin_dir, 1)
+    calls = tmp_path / "calls"
+    sinfo = bin_dir / "sinfo"
+    sinfo.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {calls}\n'
+        'if [ "$1" = --json ]; then echo "sinfo: unrecognized option \'--json\'" >&2; exit 1; fi\n'
+        "printf 'node1|idle+drain|0/0/2/2|1000|gpu:t4:1|gpu:t4:0(IDX:N/A)|dev*|(null)|disk full|\\n'\n"
+    )
+    sinfo.chmod(0o755)
+    settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
+    backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir))
+    for _ in range(2):
+        (node,) = backend.list_nodes()
+        assert (node.name, node.state, node.health_detail, node.gpus.total) == (
+            "node1",
+            "drained",
+            "disk full",
+            1,
+        )
+    assert [line.split()[0] for line in calls.read_text().splitlines()] == ["--json", "-N", "-N"]
