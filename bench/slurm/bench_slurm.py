@@ -7,7 +7,8 @@ a Jupyter server with the extension driving it; then times
   - submit: `POST /hyperpod/api/jobs` (validation, sbatch script, `sbatch --parsable`, the job's
     output path from `scontrol`, the job store) vs a raw `sbatch --parsable --wrap true`;
   - nodes: `GET /hyperpod/api/nodes` (`sinfo --json` parsed into nodes) vs raw `sinfo --json` and
-    `sinfo -N`.
+    `sinfo -N`;
+  - status: the backend's refresh of 20 queued jobs (one squeue) vs one `squeue -j` per job.
 Prints figures only: timings depend on the machine (this one has 2 cores shared with others).
 """
 
@@ -130,33 +131,60 @@ def summary(times: list[float]) -> str:
     return f"{statistics.median(ordered):7.1f} {p90:7.1f}"
 
 
-def backend_submit(work: Path, slurm_ids: list[str]) -> Callable[[], None]:
-    """SlurmOrchestrator.submit alone (no HTTP, service, job store): sbatch, then scontrol."""
-    sys.path.insert(0, str(ROOT))
-    from jupyter_hyperpod.backends.base import Launch
-    from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
-    from jupyter_hyperpod.core.models import JobSpec
-    from jupyter_hyperpod.core.settings import HyperPodSettings
+class Direct:
+    """SlurmOrchestrator without HTTP, the service or the job store."""
 
-    settings = HyperPodSettings(shared_fs_root=str(work / "fsx"), user="bench")
-    backend = SlurmOrchestrator(settings=settings)
-    spec = JobSpec(name="bench", command=["true"], launcher="plain")
-    counter = iter(range(1_000_000))
+    def __init__(self, work: Path, slurm_ids: list[str]) -> None:
+        sys.path.insert(0, str(ROOT))
+        from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+        from jupyter_hyperpod.core.settings import HyperPodSettings
 
-    def submit() -> None:
-        job_dir = work / "fsx" / "shared" / "direct" / str(next(counter))
+        self.work = work
+        self.slurm_ids = slurm_ids
+        self.backend = SlurmOrchestrator(
+            settings=HyperPodSettings(shared_fs_root=str(work), user="b")
+        )
+        self.count = 0
+
+    def submit(self, command: list[str]) -> object:
+        """One job (sbatch, then scontrol for its output path); returns it as the service keeps it."""
+        from jupyter_hyperpod.backends.base import Launch, StoredJob
+        from jupyter_hyperpod.core.models import JobSpec
+
+        self.count += 1
+        spec = JobSpec(name="bench", command=command, launcher="plain")
+        job_dir = self.work / "direct" / str(self.count)
         launch = Launch(
             job_id=job_dir.name,
             spec=spec,
-            user="bench",
-            command=["true"],
-            workdir=str(work),
+            user="b",
+            command=command,
+            workdir=str(self.work),
             job_dir=str(job_dir),
             job_dir_local=job_dir,
         )
-        slurm_ids.append(backend.submit(launch).backend_id or "")
+        update = self.backend.submit(launch)
+        self.slurm_ids.append(update.backend_id or "")
+        return StoredJob(
+            id=job_dir.name,
+            spec=spec,
+            state=update.state,
+            backend_id=update.backend_id,  # type: ignore[arg-type]
+            created=time.time(),
+            started=None,
+            data=update.data or {},
+        )
 
-    return submit
+    def status_rows(self, rounds: int, jobs: int) -> tuple[list[float], list[float]]:
+        """One batched refresh of `jobs` queued jobs vs one `squeue -j` per job."""
+        stored = [self.submit(["sleep", "300"]) for _ in range(jobs)]
+        ids = [job.backend_id for job in stored]  # type: ignore[attr-defined]
+
+        def one_by_one() -> None:
+            for slurm_id in ids:
+                run(["squeue", "-h", "-j", slurm_id])
+
+        return timed_pair(rounds, lambda: self.backend.refresh(stored), one_by_one)  # type: ignore[arg-type]
 
 
 def run(command: list[str]) -> str:
@@ -168,6 +196,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--jobs", type=int, default=20, help="queued jobs for the status row")
     args = parser.parse_args()
 
     started_cluster = not cluster_running()
@@ -188,6 +217,7 @@ def main() -> None:
                 out = run(["sbatch", "--parsable", f"--output={work}/raw-%j.out", "--wrap", "true"])
                 slurm_ids.append(out.strip().split(";")[0])
 
+            direct = Direct(server.fs / "shared", slurm_ids)
             api_nodes = lambda: server.call("GET", "nodes")  # noqa: E731
             rows = [
                 (
@@ -198,7 +228,7 @@ def main() -> None:
                 (
                     "submit, backend only",
                     "sbatch --parsable",
-                    timed_pair(args.rounds, backend_submit(work, slurm_ids), raw_submit),
+                    timed_pair(args.rounds, lambda: direct.submit(["true"]), raw_submit),
                 ),
                 (
                     "list nodes",
@@ -211,6 +241,13 @@ def main() -> None:
                     timed_pair(args.rounds, api_nodes, lambda: run(["sinfo", "-N"])),
                 ),
             ]
+            rows.append(
+                (
+                    f"status of {args.jobs} jobs: 1 refresh",
+                    f"{args.jobs} x squeue -j",
+                    direct.status_rows(args.rounds, args.jobs),
+                )
+            )
             nodes = len(server.call("GET", "nodes")["nodes"])  # type: ignore[index]
             version = run(["sinfo", "-V"]).split()[-1]
         finally:
@@ -224,11 +261,11 @@ def main() -> None:
         f"Slurm {version} test cluster, "
         f"{nodes} nodes, {os.cpu_count()} CPUs here, {args.rounds} rounds after one warm-up; ms"
     )
-    head = f"{'operation':26} {'ours: median':>12} {'p90':>7}   {'raw':18} {'median':>7} {'p90':>7}"
+    head = f"{'operation':30} {'ours: median':>12} {'p90':>7}   {'raw':18} {'median':>7} {'p90':>7}"
     print(f"{head}  ratio")
     for name, raw_name, (ours, raw) in rows:
         ratio = statistics.median(ours) / statistics.median(raw)
-        print(f"{name:26} {summary(ours):>20}   {raw_name:18} {summary(raw)}  {ratio:4.1f}x")
+        print(f"{name:30} {summary(ours):>20}   {raw_name:18} {summary(raw)}  {ratio:5.2f}x")
 
 
 if __name__ == "__main__":

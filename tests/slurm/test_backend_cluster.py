@@ -10,13 +10,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from jupyter_hyperpod.backends.base import StoredJob
+from jupyter_hyperpod.backends.base import Launch, StoredJob
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.core.errors import BackendUnavailable, InvalidRequest
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
-from .conftest import scontrol, submit, wait_state
+from .conftest import SUBMITTED, Tracked, scontrol, submit, wait_state
 
 pytestmark = pytest.mark.slurm
 
@@ -222,3 +222,35 @@ def test_a_job_slurm_forgot_ends_from_its_exit_code_file(
     (job_dir / "exit-code").write_text("0\n")
     update = backend.refresh([job])["old"]
     assert (update.state, update.exit_code) == (JobState.SUCCEEDED, 0)
+
+
+def test_jobs_see_the_file_system_elsewhere(
+    backend: SlurmOrchestrator, settings: HyperPodSettings, ranks_script: Path, tmp_path: Path
+) -> None:
+    """Nodes mount the shared FS at another path (HyperPod: /fsx vs Studio's mount): the script
+    uses the nodes' paths, the logs and the exit code are read through this machine's."""
+    cluster_root = tmp_path / "cluster-view"
+    cluster_root.symlink_to(Path(settings.shared_fs_root))
+    local_dir = Path(settings.shared_fs_root) / "shared" / ".hyperpod" / "jobs" / "moved"
+    job_spec = spec("moved", "0.2", procs_per_node=2)
+    launch = Launch(
+        job_id="moved",
+        spec=job_spec,
+        user="alice",
+        command=list(job_spec.command),
+        workdir=str(cluster_root / "shared" / "project"),
+        job_dir=str(cluster_root / "shared" / ".hyperpod" / "jobs" / "moved"),
+        job_dir_local=local_dir,
+    )
+    update = backend.submit(launch)
+    SUBMITTED.append(update.backend_id or "")
+    assert str(cluster_root) in (update.data or {})["stdout"]
+    tracked = Tracked(job_spec, update, "moved")
+    wait_state(backend, tracked, {JobState.SUCCEEDED, JobState.FAILED})
+    cluster_root.unlink()  # from now on only this machine's paths work
+
+    assert (tracked.job.state, tracked.exit_code) == (JobState.SUCCEEDED, 0)
+    assert "rank=0 world_size=2" in backend.log_reader(tracked.job, 0).read(0, 4096).decode()
+    assert "rank=1 world_size=2" in backend.log_reader(tracked.job, 1).read(0, 4096).decode()
+    forgotten = StoredJob(**{**tracked.job.__dict__, "backend_id": "987655"})
+    assert backend.refresh([forgotten])["moved"].exit_code == 0  # exit-code file, local path
