@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 
 from .emulator import LogStore, now_iso
 
@@ -43,22 +43,46 @@ class Controller(threading.Thread):
         self.errors: list[str] = []
 
     def run(self) -> None:
-        while not self.stopping.wait(self.interval):
+        watchers = [threading.Thread(target=self.watch, args=(kind,), daemon=True) for kind in KINDS]
+        for watcher in watchers:
+            watcher.start()
+        self.stopping.wait()
+
+    def watch(self, kind: tuple[str, str, str]) -> None:
+        """Job objects as they come and go (a watch, not polling: lists of every job the session
+        created would cost more and more)."""
+        group, version, plural = kind
+        while not self.stopping.is_set():
             try:
-                seen: set[str] = set()
-                for group, version, plural in KINDS:
-                    for obj in self.custom.list_cluster_custom_object(group, version, plural)[
-                        "items"
-                    ]:
-                        uid = obj["metadata"]["uid"]
-                        seen.add(uid)
-                        if uid not in self.runners:
-                            runner = JobRunner(self, obj, (group, version, plural))
-                            self.runners[uid] = runner
-                            runner.start()
-                self.live = seen
-            except Exception as exc:
+                stream = watch.Watch().stream(
+                    self.custom.list_cluster_custom_object, group, version, plural, timeout_seconds=1
+                )
+                # Each watch starts with every existing object: what was not seen is gone, even
+                # when its DELETED event fell between two watches.
+                present: set[str] = set()
+                for event in stream:
+                    obj = event["object"]
+                    uid = obj["metadata"]["uid"]
+                    if event["type"] == "DELETED":
+                        present.discard(uid)
+                        self.live.discard(uid)
+                        continue
+                    present.add(uid)
+                    if uid not in self.runners:
+                        self.live.add(uid)
+                        runner = JobRunner(self, obj, kind)
+                        self.runners[uid] = runner
+                        runner.start()
+                for uid, runner in list(self.runners.items()):
+                    if runner.plural == plural and uid not in present and runner.is_alive() and uid in self.live:
+                        try:
+                            self.custom.get_namespaced_custom_object(group, version, runner.namespace, plural, runner.name)
+                        except client.ApiException as exc:
+                            if exc.status == 404:
+                                self.live.discard(uid)
+            except Exception as exc:  # noqa: BLE001 - the API may be down on purpose in a test
                 self.errors.append(repr(exc))
+                self.stopping.wait(0.2)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -3,7 +3,7 @@ thread so that the real `kubernetes` client talks to it unchanged.
 
 Filled in here (test code only): create answers 201 with uid/resourceVersion/creationTimestamp,
 updates bump resourceVersion, `labelSelector`/`fieldSelector`/`limit`+`continue` on lists, lists
-carry kind/apiVersion, `/version/`, pod logs (`/log`, with `follow`), bearer-token checks (401),
+carry kind/apiVersion, watches end after `timeoutSeconds`, `/version/`, pod logs (`/log`, with `follow`), bearer-token checks (401),
 per-resource refusals (403).
 """
 
@@ -16,7 +16,7 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -284,6 +284,25 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             "metadata": metadata,
             "items": items,
         }
+
+    async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
+        """kmock's watch, ended after `timeoutSeconds` like the API server does."""
+        timeout = float(request.params.get("timeoutSeconds") or 0)
+        events = super()._serve_watch(request)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout else None
+        try:
+            while True:
+                remaining = None if deadline is None else deadline - loop.time()
+                if remaining is not None and remaining <= 0:
+                    return
+                try:
+                    event = await asyncio.wait_for(events.__anext__(), remaining)
+                except (StopAsyncIteration, asyncio.TimeoutError):
+                    return
+                yield event
+        finally:
+            await events.aclose()
 
     async def _serve_log(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         namespace, pod = request.namespace or "default", request.name or ""

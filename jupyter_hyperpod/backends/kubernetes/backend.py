@@ -38,6 +38,9 @@ SELECTOR_CHUNK = 50
 # A job object missing from the list this long after submission was deleted outside of us.
 MISSING_GRACE_S = 15.0
 FOLLOWER_LINGER_S = 120.0
+# Once a job has ended, its followed logs are drained before anyone is told: the log stream of a
+# finished container ends within moments, so this bound is rarely reached.
+DRAIN_TIMEOUT_S = 15.0
 
 
 class KubernetesOrchestrator(Orchestrator):
@@ -279,6 +282,8 @@ class KubernetesOrchestrator(Orchestrator):
                     continue
                 update = job_update(obj, pods_by_job.get((namespace, job.backend_id or ""), []))
                 updates[job.id] = update
+                if update.state is not None and update.state.finished:
+                    self._drain_logs(job.id)
                 if update.state in (JobState.PENDING, JobState.FAILED) or update.state_reason:
                     needs_events.setdefault(namespace, []).append(job)
 
@@ -393,8 +398,18 @@ class KubernetesOrchestrator(Orchestrator):
                 self._followers[key] = follower
             follower.refs += 1
             follower.start()
+        if job.state.finished:
+            # A finished job's log is read to its end at once: let the follower fetch it first.
+            follower.wait_done(DRAIN_TIMEOUT_S)
         path = follower.rank_paths[rank % per_pod] if per_pod > 1 else None
         return SpoolLogReader(follower, self._release_follower, path)
+
+    def _drain_logs(self, job_id: str) -> None:
+        with self._followers_lock:
+            followers = [f for (jid, _), f in self._followers.items() if jid == job_id and f.alive]
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        for follower in followers:
+            follower.wait_done(max(0.0, deadline - time.monotonic()))
 
     def _release_follower(self, follower: PodLogFollower) -> None:
         with self._followers_lock:

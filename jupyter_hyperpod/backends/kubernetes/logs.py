@@ -94,6 +94,7 @@ class PodLogFollower:
         self.idle_since = time.monotonic()
         self.error: str | None = None
         self._stop = threading.Event()
+        self._ended = threading.Event()
         self._response: Any = None
         self._lock = threading.Lock()
         state = self._load_state()
@@ -112,6 +113,13 @@ class PodLogFollower:
             path.touch(exist_ok=True)
         self._thread = threading.Thread(target=self._run, name=f"k8s-log-{self.label}", daemon=True)
         self._thread.start()
+
+    def wait_done(self, timeout: float) -> bool:
+        """Wait until the rank's log is complete (or the follower stops); True when done."""
+        if self.done or self._thread is None:
+            return self.done
+        self._ended.wait(timeout)
+        return self.done
 
     @property
     def alive(self) -> bool:
@@ -180,6 +188,7 @@ class PodLogFollower:
             if self._splitter is not None:
                 self._splitter.close()
             self._save_state()
+            self._ended.set()
 
     def _step(self, out: Any) -> bool:
         """One look at the pod: stream what is new; True when this rank's log is complete."""
@@ -213,7 +222,11 @@ class PodLogFollower:
                 return True
             self._wait(self.poll_interval)
             return False
+        before = self._seen
         self._stream(pod, out)
+        if self._seen == before:
+            # Nothing new (the container is ending, or its status lags): do not spin on the API.
+            self._wait(min(self.poll_interval, 0.25))
         return False
 
     def _stream(self, pod: dict[str, Any], out: Any) -> None:
