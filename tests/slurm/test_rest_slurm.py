@@ -196,9 +196,14 @@ async def test_controller_outage_answers_503_and_recovers(
     await api.wait_for(job["id"], {"RUNNING"})
 
     controller_outage.stop()
-    await asyncio.sleep(1)  # past the service's last successful status refresh (0.5 s cache)
     nodes = await api.get("nodes")
-    status = await api.get(f"jobs/{job['id']}")
+    # The service answers from its last status refresh for 0.5 s (one in flight may still end).
+    deadline = time.monotonic() + 10
+    while (status := await api.get(f"jobs/{job['id']}")).status == 200:
+        assert status.body["state"] == "RUNNING"
+        if time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
     refused = await api.post("jobs", sleeper("during", 1))
     await asyncio.sleep(5)  # the job ends while slurmctld is away
     controller_outage.start()

@@ -302,7 +302,10 @@ class SlurmOrchestrator(Orchestrator):
             slurm_id for slurm_id in ids if slurm_id not in records or records[slurm_id].finished
         ]
         if wanted:
-            records.update(self._finished_records(wanted))
+            for slurm_id, detail in self._finished_records(wanted).items():
+                # A record that lags (slurmdbd not told yet) never undoes an end squeue saw.
+                if detail.finished or slurm_id not in records:
+                    records[slurm_id] = detail
         updates = {}
         for slurm_id, job in ours.items():
             record = records.get(slurm_id)
@@ -320,9 +323,10 @@ class SlurmOrchestrator(Orchestrator):
                 ok_codes=(0, 1),
             )
             if done.returncode == 0:
-                found = {k: v for k, v in slurm_jobs.parse_sacct(done.stdout).items() if k in ids}
-            elif "accounting storage is disabled" not in done.stderr.lower():
-                raise _error_of("sacct", done)
+                rows = slurm_jobs.parse_sacct(done.stdout).items()
+                found = {k: v for k, v in rows if k in ids and v.finished}
+            else:  # slurmdbd away or accounting off after all: the controller may still know
+                self.log.info("sacct failed, asking scontrol: %s", done.stderr.strip()[-200:])
         missing = [slurm_id for slurm_id in ids if slurm_id not in found]
         if missing:
             # scontrol takes one job id or none: one call for every job the controller still holds.
