@@ -142,7 +142,19 @@ def test_status_polling_is_one_query_for_all_jobs(
     assert [call[0] for call in backend.commands.history] in (["squeue"], ["squeue", "scontrol"])
     for t in tracked:
         t.apply(updates.get(t.job.id))
-    time.sleep(2.5)  # all three have ended: one squeue, then one scontrol for their exit codes
+    ids = ",".join(t.job.backend_id or "" for t in tracked)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until Slurm says all three have ended
+        states = subprocess.run(
+            ["squeue", "-h", "-t", "all", "-j", ids, "-o", "%T"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        if states == ["COMPLETED"] * 3:
+            break
+        time.sleep(0.3)
+    # Then one squeue, and one scontrol for their exit codes.
     backend.commands.history.clear()
     updates = backend.refresh([t.job for t in tracked])
     assert [call[0] for call in backend.commands.history] == ["squeue", "scontrol"]
