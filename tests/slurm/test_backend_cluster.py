@@ -241,7 +241,7 @@ def test_jobs_see_the_file_system_elsewhere(
 ) -> None:
     """Nodes mount the shared FS at another path (HyperPod: /fsx vs Studio's mount): the script
     uses the nodes' paths, the logs and the exit code are read through this machine's."""
-    cluster_root = tmp_path / "cluster-view"
+    cluster_root = tmp_path / "cluster view 100%"  # sbatch quoting, and % doubled for Slurm
     cluster_root.symlink_to(Path(settings.shared_fs_root))
     local_dir = Path(settings.shared_fs_root) / "shared" / ".hyperpod" / "jobs" / "moved"
     job_spec = spec("moved", "0.2", procs_per_node=2)

@@ -183,6 +183,9 @@ def test_scontrol_job_line() -> None:
     assert record.stdout == "/fsx/jobs/x/slurm-2.out"
     assert record.nodes == "node[1-2]" and record.reason == "NonZeroExitCode"
     assert jobs.parse_scontrol_line(SCONTROL_JOB)["WorkDir"] == "/tmp/a dir"
+    escaped = SCONTROL_JOB.replace("StdOut=/fsx/jobs/x/", "StdOut=/fsx/100%% done/")
+    (record,) = jobs.parse_scontrol_jobs(escaped).values()
+    assert record.stdout == "/fsx/100% done/slurm-2.out"
 
 
 def test_sacct_rows() -> None:

@@ -117,8 +117,9 @@ def test_bad_sbatch_values_are_refused() -> None:
         render_script(
             launch(spec.model_copy(update={"queue": "gpu\n#SBATCH --uid=0"})), ScriptOptions()
         )
-    text, _ = render_script(launch(spec, job_dir="/fsx/a b/j-1"), ScriptOptions())
-    assert '--output="/fsx/a b/j-1/slurm-%j.out"' in header(text)
+    text, _ = render_script(launch(spec, job_dir="/fsx/a b/100%/j-1"), ScriptOptions())
+    assert '--output="/fsx/a b/100%%/j-1/slurm-%j.out"' in header(text)
+    assert '--chdir="/fsx/a b/100%/j-1"' in header(text)
 
 
 def fake_tools(bin_dir: Path, record: Path) -> None:

@@ -113,6 +113,12 @@ def _reason(text: str | None) -> str | None:
     return None if text in ("", "None", "(null)", "none") else text
 
 
+def _path(text: str | None) -> str | None:
+    """scontrol expands %j, %u... in StdOut but shows an escaped '%' still doubled."""
+    text = _reason(text)
+    return text.replace("%%", "%") if text else None
+
+
 def parse_squeue(text: str) -> dict[str, JobRecord]:
     records = {}
     for line in text.splitlines():
@@ -160,8 +166,8 @@ def parse_scontrol_jobs(text: str) -> dict[str, JobRecord]:
             end=slurm_time(fields.get("EndTime")) if job_state(state).finished else None,
             nodes=_reason(fields.get("NodeList")),
             exit_code=exit_code(fields.get("ExitCode")) if job_state(state).finished else None,
-            stdout=_reason(fields.get("StdOut")),
-            stderr=_reason(fields.get("StdErr")),
+            stdout=_path(fields.get("StdOut")),
+            stderr=_path(fields.get("StdErr")),
         )
     return records
 

@@ -44,8 +44,10 @@ def rank_log_name(rank: int) -> str:
 
 
 def output_path(job_dir: str, slurm_id: str | None = None) -> str:
-    name = OUTPUT_NAME.replace("%j", slurm_id) if slurm_id else OUTPUT_NAME
-    return f"{job_dir.rstrip('/')}/{name}"
+    """The job's output file: Slurm's pattern (a literal '%' doubled), or the path for an id."""
+    if slurm_id:
+        return f"{job_dir.rstrip('/')}/{OUTPUT_NAME.replace('%j', slurm_id)}"
+    return f"{job_dir.rstrip('/').replace('%', '%%')}/{OUTPUT_NAME}"
 
 
 def sbatch_value(value: str, what: str) -> str:
