@@ -23,7 +23,7 @@ from .commands import (
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    console = Console()
+    console = Console(notes_to_err=False)
     try:
         outcome, args = run(arguments, console=console, parser=build_parser("jupyter hyperpod"))
     except HelpShown:

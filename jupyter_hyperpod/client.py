@@ -15,6 +15,7 @@ Errors are the core's typed errors (`InvalidRequest`, `NotFound`, ...) with the 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import time
@@ -110,13 +111,37 @@ def _ancestor_pids() -> set[int]:
     return pids
 
 
-def running_servers() -> list[dict[str, Any]]:
-    """The Jupyter servers of this user that are running now (their info files)."""
+def running_servers(runtime_dir: str | None = None) -> list[dict[str, Any]]:
+    """The Jupyter servers of this user that are running now: their `jpserver-*.json` info files,
+    as `jupyter_server.serverapp.list_running_servers` reads them (importing that module costs
+    seconds, too slow for a CLI call)."""
+    if runtime_dir is None:
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime_dir = jupyter_runtime_dir()
+    servers = []
+    for path in sorted(glob.glob(os.path.join(runtime_dir, "jpserver-*.json"))):
+        if path.endswith("-open.html"):
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                info = json.load(handle)
+        except (OSError, ValueError):
+            continue  # being written, or gone
+        pid = info.get("pid")
+        if isinstance(info, dict) and isinstance(pid, int) and _alive(pid) and info.get("url"):
+            servers.append(info)
+    return servers
+
+
+def _alive(pid: int) -> bool:
     try:
-        from jupyter_server.serverapp import list_running_servers
-    except ImportError:  # pragma: no cover - jupyter_server is a dependency
-        return []
-    return list(list_running_servers())
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def find_server(*, any_server: bool = False) -> ServerInfo | None:

@@ -1084,6 +1084,8 @@ def run(
     """Parse argv and run the verb. Raises CommandError (with its exit code) or HelpShown."""
     parser = parser or build_parser()
     args = parser.parse_args(list(argv))
+    if getattr(args, "json", False):
+        console.notes_to_err = True  # stdout is the JSON document
     if cell is not None and args.verb != "submit":
         raise CommandError(
             "%%hyperpod (a cell) only works with submit: %%hyperpod submit [options]", EXIT_USAGE

@@ -46,7 +46,9 @@ def jupyter_env(
     that the core without a server (the CLI, a plain IPython) sees the same cluster."""
     config_dir = tmp_path / "jupyter-config"
     config_dir.mkdir(exist_ok=True)
-    (config_dir / "jupyter_server_config.json").write_text(json.dumps({"HyperPodApp": hyperpod_config}))
+    (config_dir / "jupyter_server_config.json").write_text(
+        json.dumps({"HyperPodApp": hyperpod_config})
+    )
     runtime = tmp_path / "jupyter-runtime"
     runtime.mkdir(exist_ok=True)
     env = {
@@ -58,8 +60,14 @@ def jupyter_env(
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    for key in ("JUPYTER_HYPERPOD_URL", "JUPYTER_HYPERPOD_TOKEN", "JUPYTER_TOKEN", "JPY_PARENT_PID",
-                "HYPERPOD_FS_ROOT", "MLFLOW_TRACKING_URI"):
+    for key in (
+        "JUPYTER_HYPERPOD_URL",
+        "JUPYTER_HYPERPOD_TOKEN",
+        "JUPYTER_TOKEN",
+        "JPY_PARENT_PID",
+        "HYPERPOD_FS_ROOT",
+        "MLFLOW_TRACKING_URI",
+    ):
         monkeypatch.delenv(key, raising=False)
     return {**os.environ, "PYTHONPATH": str(REPO)}
 
@@ -70,7 +78,11 @@ def cli(
     """`jupyter hyperpod ARGS` as a subprocess."""
     return subprocess.run(
         [sys.executable, "-m", "jupyter_hyperpod.cli", *args],
-        env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd or REPO,
     )
 
 

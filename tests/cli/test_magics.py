@@ -4,6 +4,7 @@ the Jupyter configuration files."""
 from __future__ import annotations
 
 import _thread
+import re
 import threading
 import time
 from pathlib import Path
@@ -29,7 +30,9 @@ def wait_state(ip: Any, job_id: str, states: set[str], timeout: float = 30) -> J
 def test_submit_a_script_then_list_it_as_a_rich_table(
     shell: Any, steps_script: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job = shell.run_line_magic("hyperpod", "submit --procs-per-node 2 project/steps.py 2 0.01 --config args.yaml")
+    job = shell.run_line_magic(
+        "hyperpod", "submit --procs-per-node 2 project/steps.py 2 0.01 --config args.yaml"
+    )
 
     assert isinstance(job, Job) and job.id.startswith("steps-")
     assert f"Submitted job {job.id}" in capsys.readouterr().out
@@ -41,11 +44,21 @@ def test_submit_a_script_then_list_it_as_a_rich_table(
     jobs = shell.run_line_magic("hyperpod", "jobs")
     assert [j.id for j in jobs] == [job.id] and jobs.total == 1
     data, _ = shell.display_formatter.format(jobs)
-    assert "<table>" in data["text/html"] and f"<td" in data["text/html"] and job.id in data["text/html"]
-    assert "SUCCEEDED" in data["text/plain"] and data["text/plain"].splitlines()[0].split()[:2] == ["id", "state"]
+    assert (
+        "<table>" in data["text/html"]
+        and "<td" in data["text/html"]
+        and job.id in data["text/html"]
+    )
+    assert "SUCCEEDED" in data["text/plain"] and data["text/plain"].splitlines()[0].split()[:2] == [
+        "id",
+        "state",
+    ]
 
     log = shell.run_line_magic("hyperpod", f"logs {job.id} --rank 1")
-    assert log == "rank 1 step 0 args ['--config', 'args.yaml']\nrank 1 step 1 args ['--config', 'args.yaml']\n"
+    assert (
+        log
+        == "rank 1 step 0 args ['--config', 'args.yaml']\nrank 1 step 1 args ['--config', 'args.yaml']\n"
+    )
 
 
 def test_cell_magic_submits_the_cell_body(shell: Any, partition: Path) -> None:
@@ -53,7 +66,9 @@ def test_cell_magic_submits_the_cell_body(shell: Any, partition: Path) -> None:
     (partition / "data" / "input.txt").write_text("hello from the partition\n")
     body = "import sys\nprint(open('data/input.txt').read().strip(), sys.argv[1:])\n"
 
-    job = shell.run_cell_magic("hyperpod", "submit --name cell-job --env GREETING=hi -- --lr 3", body)
+    job = shell.run_cell_magic(
+        "hyperpod", "submit --name cell-job --env GREETING=hi -- --lr 3", body
+    )
 
     cell_file = Path(job.spec.command[0])
     assert cell_file.parent == partition / ".hyperpod" / "cells"
@@ -65,7 +80,9 @@ def test_cell_magic_submits_the_cell_body(shell: Any, partition: Path) -> None:
 
 
 def test_dry_run_submits_nothing_and_shows_the_command(shell: Any, steps_script: Path) -> None:
-    rendered = shell.run_line_magic("hyperpod", "submit --dry-run --name preview project/steps.py 1 0")
+    rendered = shell.run_line_magic(
+        "hyperpod", "submit --dry-run --name preview project/steps.py 1 0"
+    )
 
     assert rendered.spec.name == "preview"
     assert "steps.py 1 0" in rendered.text
@@ -79,7 +96,9 @@ def test_errors_are_usage_errors_with_the_core_message(shell: Any, steps_script:
         shell.run_line_magic("hyperpod", "submit --nodes 2 project/steps.py 1 0")
     with pytest.raises(UsageError, match="unknown template 'nope'"):
         shell.run_line_magic("hyperpod", "submit --template nope --set x=1")
-    with pytest.raises(UsageError, match="'missing.py' does not exist in your partition"):
+    with pytest.raises(
+        UsageError, match=re.escape("'missing.py' does not exist in your partition")
+    ):
         shell.run_line_magic("hyperpod", "submit missing.py")
     with pytest.raises(UsageError, match="invalid choice: 'launch'"):
         shell.run_line_magic("hyperpod", "launch")
@@ -90,7 +109,18 @@ def test_errors_are_usage_errors_with_the_core_message(shell: Any, steps_script:
 def test_help_for_every_verb(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert shell.run_line_magic("hyperpod", "--help") is None
     top = capsys.readouterr().out
-    for verb in ("nodes", "jobs", "submit", "status", "logs", "cancel", "files", "templates", "connect", "doctor"):
+    for verb in (
+        "nodes",
+        "jobs",
+        "submit",
+        "status",
+        "logs",
+        "cancel",
+        "files",
+        "templates",
+        "connect",
+        "doctor",
+    ):
         assert verb in top
         assert shell.run_line_magic("hyperpod", f"{verb} --help") is None
         assert f"usage: %hyperpod {verb}" in capsys.readouterr().out
