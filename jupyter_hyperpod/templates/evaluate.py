@@ -23,6 +23,9 @@ from .qlora import (
 )
 
 EVAL_OVERRIDES = [
+    TemplateParam(name="output_dir", title="Training output directory", type="path",
+                  group="training", description="Where the training job wrote its adapter "
+                  "(overrides the config)"),
     TemplateParam(name="eval_max_samples", title="Test examples", type="integer", minimum=1,
                   group="training", description="Evaluate the first N test examples"),
     TemplateParam(name="max_new_tokens", title="Max new tokens", type="integer", minimum=1,

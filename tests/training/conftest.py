@@ -79,6 +79,7 @@ def module_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.pop("MLFLOW_TRACKING_URI", None)
+    env.setdefault("OMP_NUM_THREADS", "1")  # tiny model: threads only spin on a shared machine
     env.update(extra)
     return env
 
