@@ -5,7 +5,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from jupyter_core.paths import jupyter_path
 from jupyterlab.galata import configure_jupyter_server
 
 configure_jupyter_server(c)  # noqa: F821  (c is the config object of this file)
@@ -31,13 +30,12 @@ c.HyperPodSettings.job_store = str(state / "jobs.sqlite")  # noqa: F821
 c.HyperPodSettings.mlflow_tracking_uri = f"sqlite:///{state / 'mlflow.db'}"  # noqa: F821
 os.environ["HYPERPOD_FS_ROOT"] = str(fs_root)
 
-# Use the built extension of this checkout when it is not installed.
-installed = any((Path(p) / "jupyter-hyperpod").exists() for p in jupyter_path("labextensions"))
-if not installed:
-    built = Path(__file__).resolve().parent.parent / "jupyter_hyperpod" / "labextension"
-    link_dir = Path(tempfile.mkdtemp(prefix="hyperpod-labext-"))
-    (link_dir / "jupyter-hyperpod").symlink_to(built)
-    c.LabServerApp.extra_labextensions_path = [  # noqa: F821
-        c.LabServerApp.extra_labextensions_path,  # noqa: F821
-        str(link_dir),
-    ]
+# Always test this checkout's build: extra paths come first, so it wins over an installed copy
+# (an editable install copies the labextension at install time and goes stale on rebuilds).
+built = Path(__file__).resolve().parent.parent / "jupyter_hyperpod" / "labextension"
+link_dir = Path(tempfile.mkdtemp(prefix="hyperpod-labext-"))
+(link_dir / "jupyter-hyperpod").symlink_to(built)
+c.LabServerApp.extra_labextensions_path = [  # noqa: F821
+    str(link_dir),
+    c.LabServerApp.extra_labextensions_path,  # noqa: F821  (galata's helper extension)
+]

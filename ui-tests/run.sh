@@ -8,7 +8,9 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 if [ ! -d node_modules/@jupyterlab/galata ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
-if [ ! -f ../jupyter_hyperpod/labextension/package.json ]; then
+# Build the frontend when it was never built or its sources changed since.
+built=../jupyter_hyperpod/labextension/package.json
+if [ ! -f "$built" ] || [ -n "$(find ../src ../style ../schema ../package.json -newer "$built" -print -quit)" ]; then
   (cd .. && jlpm install && jlpm build)
 fi
 # The server extension from this checkout, installed or not.

@@ -50,6 +50,9 @@ function terminalTheme(): ITheme {
   };
 }
 
+/** The most lines the server returns at once (its tail limit). */
+const DOWNLOAD_LINES = 100000;
+
 function codeFontFamily(): string {
   const family = getComputedStyle(document.body)
     .getPropertyValue('--jp-code-font-family')
@@ -178,7 +181,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
           }
           if (snapshot.truncated) {
             terminal.write(
-              `\x1b[2m… earlier lines of rank ${r} are not shown (Download gets the whole log)\x1b[0m\r\n`
+              `\x1b[2m… earlier lines of rank ${r} are not shown (Download gets up to ${DOWNLOAD_LINES.toLocaleString()} lines)\x1b[0m\r\n`
             );
           }
           write(r, snapshot.text);
@@ -253,7 +256,12 @@ export function LogView(props: ILogViewProps): JSX.Element {
     const parts: string[] = [];
     try {
       for (const r of wanted) {
-        const snapshot = await client.logs(job.id, r, 10000000);
+        const snapshot = await client.logs(job.id, r, DOWNLOAD_LINES);
+        if (snapshot.truncated) {
+          parts.push(
+            `[only the last ${DOWNLOAD_LINES.toLocaleString()} lines of rank ${r}: the log is longer]`
+          );
+        }
         parts.push(
           wanted.length > 1
             ? `===== rank ${r} =====\n${snapshot.text}`
@@ -337,7 +345,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
         <span className="jp-hyperpod-Spacer" />
         <IconButton
           icon={downloadIcon}
-          title="Download the whole log"
+          title="Download the log"
           onClick={() => void download()}
         />
       </div>

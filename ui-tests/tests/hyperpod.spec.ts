@@ -5,6 +5,7 @@
  * job -> see an error message for an invalid field. Screenshots of each view go to docs/.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import * as fs from 'fs';
 import * as path from 'path';
 
 const SHOTS = path.resolve(__dirname, '..', '..', 'docs', 'screenshots');
@@ -108,6 +109,13 @@ test('the whole journey on the local cluster', async ({ page }) => {
     const text = await job.locator('.jp-hyperpod-Terminal .xterm-rows').innerText();
     expect(text.match(/progress \[/g)?.length).toBe(1);
     expect(text).toContain('progress [################] 100%');
+    // Download gets the log as a file.
+    const download = page.waitForEvent('download');
+    await job.getByRole('button', { name: 'Download the log' }).click();
+    const file = await download;
+    expect(file.suggestedFilename()).toBe(`${jobName}-rank0.log`);
+    const saved = await file.path();
+    expect(fs.readFileSync(saved, 'utf-8')).toContain('training finished');
     await job.getByRole('tab', { name: 'Details' }).click();
     await expect(job.locator('.jp-hyperpod-Details')).toContainText('Exit code');
     await shot(page, 'job-details.png');
@@ -154,9 +162,37 @@ test('the whole journey on the local cluster', async ({ page }) => {
   });
 });
 
+test('files: open in JupyterLab, submit from its file browser', async ({ page }) => {
+  await openPanel(page);
+  await showView(page, 'files');
+  await page.locator('.jp-hyperpod-FileRow[data-path="project"] .jp-hyperpod-FileCol-name').click();
+  // A file of the partition opens in JupyterLab (the partition is under the server root here).
+  await page
+    .locator('.jp-hyperpod-FileRow[data-path="project/notes.md"] .jp-hyperpod-FileCol-name')
+    .click();
+  await expect(page.locator('.jp-mod-current .lm-TabBar-tabLabel', { hasText: 'notes.md' })).toBeVisible();
+
+  // JupyterLab's own file browser offers "Submit as HyperPod Job" on scripts of the partition.
+  await page.locator('.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="filebrowser"]').click();
+  await page.filebrowser.openDirectory('/fs/shared/project');
+  await page.locator('.jp-DirListing-item[title*="train.py"]').click({ button: 'right' });
+  await page.locator('.lm-Menu-item', { hasText: 'Submit as HyperPod Job' }).click();
+  await expect(page.locator('#jp-hyperpod-view-submit')).toBeVisible();
+  await expect(page.locator('#jp-hyperpod-param-script')).toHaveValue('project/train.py');
+  await expect(page.locator('.jp-hyperpod-Preview-text')).toContainText('train.py');
+});
+
 test('metrics: the curves of an MLflow run', async ({ page }) => {
   const name = `curves-${Date.now() % 100000}`;
   const id = await submitByApi(page, name, 'project/curves.py');
+  // Let the job create the MLflow store before the server reads it: a reader racing the job's
+  // first schema migration on a fresh sqlite store breaks that store (reported server-side).
+  await expect
+    .poll(
+      async () => (await (await page.request.get(`/hyperpod/api/jobs/${id}`)).json()).state,
+      { timeout: 90000 }
+    )
+    .toBe('SUCCEEDED');
   await openPanel(page);
   await page.evaluate(
     async ({ id }) => {
