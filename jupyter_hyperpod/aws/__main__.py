@@ -6,34 +6,46 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ..core.errors import HyperPodError
 
 
 def main(argv: list[str] | None = None) -> int:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--region", default=None, help="AWS region (default: from the ARN or the AWS config)")
+    common.add_argument(
+        "--region", default=None, help="AWS region (default: from the ARN or the AWS config)"
+    )
     common.add_argument("--profile", default=None, help="AWS profile")
     parser = argparse.ArgumentParser(prog="python -m jupyter_hyperpod.aws")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("clusters", parents=[common], help="list HyperPod clusters (EKS and Slurm)")
-    describe = commands.add_parser("describe", parents=[common], help="one cluster with its instance groups and nodes")
+    describe = commands.add_parser(
+        "describe", parents=[common], help="one cluster with its instance groups and nodes"
+    )
     describe.add_argument("cluster")
-    connect = commands.add_parser("connect", parents=[common], help="write a kubeconfig context for an EKS HyperPod cluster")
+    connect = commands.add_parser(
+        "connect", parents=[common], help="write a kubeconfig context for an EKS HyperPod cluster"
+    )
     connect.add_argument("cluster")
     connect.add_argument("--kubeconfig", default=None)
     connect.add_argument("--namespace", default=None)
     connect.add_argument("--auth", choices=["exec", "token"], default="exec")
-    token = commands.add_parser("token", parents=[common], help="an ExecCredential for EKS (like `aws eks get-token`)")
+    token = commands.add_parser(
+        "token", parents=[common], help="an ExecCredential for EKS (like `aws eks get-token`)"
+    )
     token.add_argument("--cluster-name", required=True)
-    fsx = commands.add_parser("fsx", parents=[common], help="an FSx for Lustre file system and its S3 links")
+    fsx = commands.add_parser(
+        "fsx", parents=[common], help="an FSx for Lustre file system and its S3 links"
+    )
     fsx.add_argument("file_system_id")
     args = parser.parse_args(argv)
 
-    from . import discovery, eks, hyperpod  # noqa: PLC0415
-    from . import fsx as fsx_mod  # noqa: PLC0415
-    from .calls import session  # noqa: PLC0415
+    from . import discovery, eks, hyperpod
+    from . import fsx as fsx_mod
+    from .calls import session
 
+    result: Any
     try:
         if args.command == "token":
             aws = session(args.region, args.profile)
@@ -41,11 +53,17 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "connect":
             result = discovery.connect(
-                args.cluster, region=args.region, kubeconfig=args.kubeconfig, namespace=args.namespace,
-                auth=args.auth, profile=args.profile,
+                args.cluster,
+                region=args.region,
+                kubeconfig=args.kubeconfig,
+                namespace=args.namespace,
+                auth=args.auth,
+                profile=args.profile,
             )
         else:
-            aws = session(args.region or discovery.region_of(getattr(args, "cluster", "")), args.profile)
+            aws = session(
+                args.region or discovery.region_of(getattr(args, "cluster", "")), args.profile
+            )
             if args.command == "clusters":
                 result = hyperpod.list_clusters(aws.client("sagemaker"))
             elif args.command == "describe":

@@ -7,7 +7,14 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from ..core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, InvalidRequest, NotFound
+from ..core.errors import (
+    BackendError,
+    BackendUnavailable,
+    Forbidden,
+    HyperPodError,
+    InvalidRequest,
+    NotFound,
+)
 
 log = logging.getLogger(__name__)
 
@@ -21,15 +28,22 @@ DENIED_CODES = {
     "ExpiredToken",
     "SignatureDoesNotMatch",
 }
-NOT_FOUND_CODES = {"ResourceNotFound", "ResourceNotFoundException", "FileSystemNotFound", "NoSuchEntity"}
+NOT_FOUND_CODES = {
+    "ResourceNotFound",
+    "ResourceNotFoundException",
+    "FileSystemNotFound",
+    "NoSuchEntity",
+}
 MAX_PAGES = 1000
 
 
 def session(region: str | None = None, profile: str | None = None) -> Any:
     try:
-        import boto3  # noqa: PLC0415 - optional dependency
+        import boto3
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise BackendUnavailable("AWS discovery needs boto3: pip install 'jupyter-hyperpod[aws]'") from exc
+        raise BackendUnavailable(
+            "AWS discovery needs boto3: pip install 'jupyter-hyperpod[aws]'"
+        ) from exc
     return boto3.Session(region_name=region or None, profile_name=profile or None)
 
 
@@ -41,7 +55,7 @@ def permission(client: Any, operation: str) -> str:
 
 def call(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
     """Run one AWS call; failures become typed errors naming the call and the permission."""
-    import botocore.exceptions as bex  # noqa: PLC0415
+    import botocore.exceptions as bex
 
     action = permission(client, operation)
     try:
@@ -54,17 +68,26 @@ def call(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
     except (bex.PartialCredentialsError, bex.CredentialRetrievalError) as exc:
         raise Forbidden(f"incomplete AWS credentials for {action}: {exc}") from exc
     except bex.NoRegionError as exc:
-        raise InvalidRequest(f"no AWS region for {action}: set AWS_REGION or c.KubernetesOrchestrator.aws_region") from exc
+        raise InvalidRequest(
+            f"no AWS region for {action}: set AWS_REGION or c.KubernetesOrchestrator.aws_region"
+        ) from exc
     except bex.ClientError as exc:
         error = exc.response.get("Error", {})
         code = str(error.get("Code", ""))
         message = str(error.get("Message", "")) or code
-        if code in DENIED_CODES or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403:
-            raise Forbidden(f"AWS denied {action} ({code}: {message}); the role needs the IAM permission {action}") from exc
+        if (
+            code in DENIED_CODES
+            or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403
+        ):
+            raise Forbidden(
+                f"AWS denied {action} ({code}: {message}); the role needs the IAM permission {action}"
+            ) from exc
         if code in NOT_FOUND_CODES:
             raise NotFound(f"{action}: {message}") from exc
         if code in ("ThrottlingException", "Throttling", "ServiceUnavailable", "InternalFailure"):
-            raise BackendUnavailable(f"{action} is unavailable right now ({code}): {message}") from exc
+            raise BackendUnavailable(
+                f"{action} is unavailable right now ({code}): {message}"
+            ) from exc
         if code in ("ValidationException", "ValidationError") and "not find" in message.lower():
             raise NotFound(f"{action}: {message}") from exc
         raise BackendError(f"{action} failed ({code}): {message}") from exc
@@ -74,7 +97,9 @@ def call(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
         raise BackendError(f"{action} failed: {exc}") from exc
 
 
-def paginate(client: Any, operation: str, result_key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+def paginate(
+    client: Any, operation: str, result_key: str, **kwargs: Any
+) -> Iterator[dict[str, Any]]:
     """Every item of a NextToken-paginated call; stops on a repeated token instead of looping."""
     seen: set[str] = set()
     token: str | None = None
@@ -85,7 +110,9 @@ def paginate(client: Any, operation: str, result_key: str, **kwargs: Any) -> Ite
         if not token:
             return
         if token in seen:
-            log.warning("%s returned the same NextToken twice; stopping", permission(client, operation))
+            log.warning(
+                "%s returned the same NextToken twice; stopping", permission(client, operation)
+            )
             return
         seen.add(token)
     log.warning("%s: more than %d pages; stopping", permission(client, operation), MAX_PAGES)

@@ -69,7 +69,13 @@ def connect(
         token, _ = eks_mod.eks_token(aws.client("sts", region_name=eks_region), eks_name)
     path = kubeconfig or default_kubeconfig()
     context = eks_mod.write_kubeconfig(
-        path, eks=eks_info, region=eks_region, auth=auth, token=token, namespace=namespace, profile=profile
+        path,
+        eks=eks_info,
+        region=eks_region,
+        auth=auth,
+        token=token,
+        namespace=namespace,
+        profile=profile,
     )
     _CACHE.clear()
     return {
@@ -109,14 +115,29 @@ def cluster_details(
         if hyperpod_cluster or eks_match:
             sagemaker = aws.client("sagemaker")
             try:
+                found: dict[str, Any] | None
                 if hyperpod_cluster:
                     found = hyperpod.describe_cluster(sagemaker, hyperpod_cluster, with_nodes=False)
                 else:
                     match = hyperpod.find_by_eks_arn(sagemaker, context)
-                    found = hyperpod.describe_cluster(sagemaker, match["arn"], with_nodes=False) if match else None
+                    found = (
+                        hyperpod.describe_cluster(sagemaker, match["arn"], with_nodes=False)
+                        if match
+                        else None
+                    )
                 if found:
-                    details["hyperpod"] = {k: found.get(k) for k in (
-                        "name", "arn", "status", "orchestrator", "eks_cluster_arn", "instance_groups") if k in found}
+                    details["hyperpod"] = {
+                        k: found.get(k)
+                        for k in (
+                            "name",
+                            "arn",
+                            "status",
+                            "orchestrator",
+                            "eks_cluster_arn",
+                            "instance_groups",
+                        )
+                        if k in found
+                    }
             except HyperPodError as exc:
                 details["hyperpod_error"] = describe_error(exc)
         if fs_id:

@@ -56,9 +56,17 @@ def describe_eks(eks: Any, name: str) -> dict[str, Any]:
     endpoint = cluster.get("endpoint")
     ca = (cluster.get("certificateAuthority") or {}).get("data")
     if not endpoint or not ca:
-        raise InvalidRequest(f"EKS cluster {name} has no endpoint or CA yet (status {cluster.get('status')})")
-    return {"name": cluster.get("name", name), "arn": cluster.get("arn"), "endpoint": endpoint, "ca": ca,
-            "status": cluster.get("status"), "version": cluster.get("version")}
+        raise InvalidRequest(
+            f"EKS cluster {name} has no endpoint or CA yet (status {cluster.get('status')})"
+        )
+    return {
+        "name": cluster.get("name", name),
+        "arn": cluster.get("arn"),
+        "endpoint": endpoint,
+        "ca": ca,
+        "status": cluster.get("status"),
+        "version": cluster.get("version"),
+    }
 
 
 def _upsert(entries: list[dict[str, Any]], name: str, key: str, value: dict[str, Any]) -> None:
@@ -98,8 +106,12 @@ def write_kubeconfig(
         if not isinstance(data.get(key), list):
             data[key] = []
     name = eks.get("arn") or eks["name"]
-    _upsert(data["clusters"], name, "cluster",
-            {"server": eks["endpoint"], "certificate-authority-data": eks["ca"]})
+    _upsert(
+        data["clusters"],
+        name,
+        "cluster",
+        {"server": eks["endpoint"], "certificate-authority-data": eks["ca"]},
+    )
     if auth == "token":
         if not token:
             raise InvalidRequest("a token is needed for auth='token'")
@@ -110,7 +122,15 @@ def write_kubeconfig(
             "exec": {
                 "apiVersion": "client.authentication.k8s.io/v1beta1",
                 "command": sys.executable,
-                "args": ["-m", "jupyter_hyperpod.aws", "token", "--cluster-name", eks["name"], "--region", region],
+                "args": [
+                    "-m",
+                    "jupyter_hyperpod.aws",
+                    "token",
+                    "--cluster-name",
+                    eks["name"],
+                    "--region",
+                    region,
+                ],
                 "env": env,
                 "interactiveMode": "Never",
                 "provideClusterInfo": False,

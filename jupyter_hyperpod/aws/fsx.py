@@ -18,9 +18,14 @@ def file_system_id_from_path(path: str) -> str | None:
 
 
 def describe_fsx(fsx: Any, file_system_id: str) -> dict[str, Any]:
-    systems = call(fsx, "describe_file_systems", FileSystemIds=[file_system_id]).get("FileSystems") or []
+    systems = (
+        call(fsx, "describe_file_systems", FileSystemIds=[file_system_id]).get("FileSystems") or []
+    )
     if not systems:
-        return {"id": file_system_id, "error": {"code": "not_found", "message": f"{file_system_id} not found"}}
+        return {
+            "id": file_system_id,
+            "error": {"code": "not_found", "message": f"{file_system_id} not found"},
+        }
     system = systems[0]
     lustre = system.get("LustreConfiguration") or {}
     info: dict[str, Any] = {
@@ -48,8 +53,10 @@ def describe_fsx(fsx: Any, file_system_id: str) -> dict[str, Any]:
                 "path": a.get("FileSystemPath"),
                 "s3": a.get("DataRepositoryPath"),
                 "lifecycle": a.get("Lifecycle"),
-                "auto_import": ((a.get("S3") or {}).get("AutoImportPolicy") or {}).get("Events") or [],
-                "auto_export": ((a.get("S3") or {}).get("AutoExportPolicy") or {}).get("Events") or [],
+                "auto_import": ((a.get("S3") or {}).get("AutoImportPolicy") or {}).get("Events")
+                or [],
+                "auto_export": ((a.get("S3") or {}).get("AutoExportPolicy") or {}).get("Events")
+                or [],
             }
             for a in associations
         ]

@@ -17,7 +17,11 @@ def orchestrator_of(description: dict[str, Any]) -> dict[str, Any]:
     """EKS clusters carry Orchestrator.Eks.ClusterArn; Slurm clusters have no Orchestrator key."""
     eks = ((description.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
     if eks:
-        return {"orchestrator": "eks", "eks_cluster_arn": eks, "eks_cluster_name": eks.rsplit("/", 1)[-1]}
+        return {
+            "orchestrator": "eks",
+            "eks_cluster_arn": eks,
+            "eks_cluster_name": eks.rsplit("/", 1)[-1],
+        }
     return {"orchestrator": "slurm", "eks_cluster_arn": None, "eks_cluster_name": None}
 
 
@@ -35,7 +39,9 @@ def list_clusters(sagemaker: Any, *, describe: bool = True) -> list[dict[str, An
         }
         if describe:
             try:
-                description = call(sagemaker, "describe_cluster", ClusterName=item["arn"] or item["name"])
+                description = call(
+                    sagemaker, "describe_cluster", ClusterName=item["arn"] or item["name"]
+                )
                 item.update(orchestrator_of(description))
             except HyperPodError as exc:
                 item["error"] = describe_error(exc)
@@ -71,7 +77,9 @@ def describe_cluster(sagemaker: Any, name: str, *, with_nodes: bool = True) -> d
 
 def list_cluster_nodes(sagemaker: Any, cluster: str) -> list[dict[str, Any]]:
     nodes = []
-    for node in paginate(sagemaker, "list_cluster_nodes", "ClusterNodeSummaries", ClusterName=cluster, MaxResults=100):
+    for node in paginate(
+        sagemaker, "list_cluster_nodes", "ClusterNodeSummaries", ClusterName=cluster, MaxResults=100
+    ):
         status = node.get("InstanceStatus") or {}
         nodes.append(
             {

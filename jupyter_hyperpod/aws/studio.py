@@ -35,7 +35,12 @@ def studio_context(metadata_path: str, sagemaker: Any | None) -> dict[str, Any] 
     if sagemaker is None or not result["domain_id"] or not result["user"]:
         return result
     try:
-        profile = call(sagemaker, "describe_user_profile", DomainId=result["domain_id"], UserProfileName=result["user"])
+        profile = call(
+            sagemaker,
+            "describe_user_profile",
+            DomainId=result["domain_id"],
+            UserProfileName=result["user"],
+        )
     except HyperPodError as exc:
         result["error"] = describe_error(exc)
         return result

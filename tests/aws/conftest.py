@@ -47,15 +47,22 @@ def _patch_moto() -> None:
     def describe_user_profile(self: SageMakerResponse) -> str:
         key = (self._get_param("DomainId"), self._get_param("UserProfileName"))
         if key not in USER_PROFILES:
-            from moto.sagemaker.exceptions import ValidationError  # noqa: PLC0415
+            from moto.sagemaker.exceptions import ValidationError
 
             raise ValidationError(message=f"User profile {key[1]} does not exist")
         return json.dumps(USER_PROFILES[key])
 
     def describe_data_repository_associations(self: FSxResponse) -> str:
         filters = self._get_param("Filters") or []
-        wanted = {value for f in filters if f.get("Name") == "file-system-id" for value in f.get("Values", [])}
-        items = [a for fs, assoc in ASSOCIATIONS.items() if not wanted or fs in wanted for a in assoc]
+        wanted = {
+            value
+            for f in filters
+            if f.get("Name") == "file-system-id"
+            for value in f.get("Values", [])
+        }
+        items = [
+            a for fs, assoc in ASSOCIATIONS.items() if not wanted or fs in wanted for a in assoc
+        ]
         return json.dumps({"Associations": items})
 
     original_fs_init = fsx_models.FileSystem.__init__
@@ -64,7 +71,10 @@ def _patch_moto() -> None:
         original_fs_init(self, *args, **kwargs)
         # Real FSx for Lustre generates the mount name (`mount -t lustre dns@tcp:/<MountName>`).
         if self.file_system_type == "LUSTRE":
-            self.lustre_configuration = {**(self.lustre_configuration or {}), "MountName": uuid.uuid4().hex[:8]}
+            self.lustre_configuration = {
+                **(self.lustre_configuration or {}),
+                "MountName": uuid.uuid4().hex[:8],
+            }
 
     fsx_models.FileSystem.__init__ = fs_init  # type: ignore[method-assign]
     SageMakerResponse.create_cluster = create_cluster  # type: ignore[method-assign]
@@ -97,7 +107,7 @@ def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    import requests  # noqa: PLC0415
+    import requests
 
     requests.post(f"{moto_server}/moto-api/reset", timeout=10)
     ASSOCIATIONS.clear()
@@ -111,14 +121,17 @@ def instance_group(name: str, count: int, instance_type: str = "ml.p5.48xlarge")
         "InstanceCount": count,
         "InstanceGroupName": name,
         "InstanceType": instance_type,
-        "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/scripts/", "OnCreate": "on_create.sh"},
+        "LifeCycleConfig": {
+            "SourceS3Uri": "s3://sagemaker-lifecycle/scripts/",
+            "OnCreate": "on_create.sh",
+        },
         "ExecutionRole": f"arn:aws:iam::{ACCOUNT}:role/hyperpod",
         "ThreadsPerCore": 1,
     }
 
 
 def create_eks_hyperpod(name: str, eks_name: str, groups: list[dict[str, Any]]) -> dict[str, str]:
-    import boto3  # noqa: PLC0415
+    import boto3
 
     eks = boto3.client("eks")
     cluster = eks.create_cluster(
@@ -137,8 +150,10 @@ def create_eks_hyperpod(name: str, eks_name: str, groups: list[dict[str, Any]]) 
 
 
 def create_slurm_hyperpod(name: str, groups: list[dict[str, Any]]) -> str:
-    import boto3  # noqa: PLC0415
+    import boto3
 
     return boto3.client("sagemaker").create_cluster(
-        ClusterName=name, InstanceGroups=groups, VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]}
+        ClusterName=name,
+        InstanceGroups=groups,
+        VpcConfig={"SecurityGroupIds": ["sg-1"], "Subnets": ["subnet-1"]},
     )["ClusterArn"]

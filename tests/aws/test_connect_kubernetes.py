@@ -27,7 +27,7 @@ def eks_token_valid(token: str, cluster: str) -> bool:
     GetCallerIdentity URL, and the cluster id among the signed headers."""
     if not token.startswith("k8s-aws-v1."):
         return False
-    encoded = token[len("k8s-aws-v1."):]
+    encoded = token[len("k8s-aws-v1.") :]
     url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
     query = {k: v[0] for k, v in parse_qs(urlparse(url).query).items()}
     return (
@@ -50,17 +50,23 @@ def eks_api() -> Iterator[EmulatorThread]:
 
 
 @pytest.mark.parametrize("auth", ["exec", "token"])
-def test_connect_then_list_nodes(aws: str, eks_api: EmulatorThread, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, auth: str) -> None:
-    from moto.eks.models import eks_backends  # noqa: PLC0415
+def test_connect_then_list_nodes(
+    aws: str, eks_api: EmulatorThread, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, auth: str
+) -> None:
+    from moto.eks.models import eks_backends
 
     create_eks_hyperpod("ml-cluster", "hyperpod-eks", [instance_group("worker-group-1", 3)])
     # moto's EKS endpoint is a made-up https URL: point it at the emulated API server.
     eks_backends[ACCOUNT][REGION].clusters["hyperpod-eks"].endpoint = eks_api.url
     fsx = boto3.client("fsx").create_file_system(
-        FileSystemType="LUSTRE", StorageCapacity=2400, SubnetIds=["subnet-0123456789abcdef0"],
+        FileSystemType="LUSTRE",
+        StorageCapacity=2400,
+        SubnetIds=["subnet-0123456789abcdef0"],
         LustreConfiguration={"DeploymentType": "PERSISTENT_2"},
     )["FileSystem"]
-    monkeypatch.setenv("PYTHONPATH", str(REPO))  # for the exec plugin's `python -m jupyter_hyperpod.aws`
+    monkeypatch.setenv(
+        "PYTHONPATH", str(REPO)
+    )  # for the exec plugin's `python -m jupyter_hyperpod.aws`
     kubeconfig = tmp_path / "kube" / "config"
     result = discovery.connect("ml-cluster", kubeconfig=str(kubeconfig), auth=auth)  # type: ignore[arg-type]
 
@@ -74,18 +80,25 @@ def test_connect_then_list_nodes(aws: str, eks_api: EmulatorThread, tmp_path: Pa
         assert backend.cluster_name() == "hyperpod-eks"
         details = backend.details()
         assert details["context"] == result["context"]
-        assert details["hyperpod"]["name"] == "ml-cluster" and details["hyperpod"]["orchestrator"] == "eks"
+        assert (
+            details["hyperpod"]["name"] == "ml-cluster"
+            and details["hyperpod"]["orchestrator"] == "eks"
+        )
         assert details["hyperpod"]["instance_groups"][0]["name"] == "worker-group-1"
-        assert details["fsx"]["id"] == fsx["FileSystemId"] and details["fsx"]["capacity_gib"] == 2400
+        assert (
+            details["fsx"]["id"] == fsx["FileSystemId"] and details["fsx"]["capacity_gib"] == 2400
+        )
         assert details["fsx"]["mount_name"]
     finally:
         backend.close()
 
 
-def test_without_a_valid_token_the_api_refuses(aws: str, eks_api: EmulatorThread, tmp_path: Path) -> None:
+def test_without_a_valid_token_the_api_refuses(
+    aws: str, eks_api: EmulatorThread, tmp_path: Path
+) -> None:
     kubeconfig = eks_api.write_kubeconfig(tmp_path / "config", token="not-an-eks-token")
     backend = KubernetesOrchestrator(settings=make_settings(tmp_path, kubeconfig))
-    from jupyter_hyperpod.core.errors import Forbidden  # noqa: PLC0415
+    from jupyter_hyperpod.core.errors import Forbidden
 
     with pytest.raises(Forbidden):
         backend.list_nodes()

@@ -11,6 +11,7 @@ FAKE_UNSCHEDULABLE=1 leaves the pods unschedulable.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -43,7 +44,9 @@ class Controller(threading.Thread):
         self.errors: list[str] = []
 
     def run(self) -> None:
-        watchers = [threading.Thread(target=self.watch, args=(kind,), daemon=True) for kind in KINDS]
+        watchers = [
+            threading.Thread(target=self.watch, args=(kind,), daemon=True) for kind in KINDS
+        ]
         for watcher in watchers:
             watcher.start()
         self.stopping.wait()
@@ -55,7 +58,11 @@ class Controller(threading.Thread):
         while not self.stopping.is_set():
             try:
                 stream = watch.Watch().stream(
-                    self.custom.list_cluster_custom_object, group, version, plural, timeout_seconds=1
+                    self.custom.list_cluster_custom_object,
+                    group,
+                    version,
+                    plural,
+                    timeout_seconds=1,
                 )
                 # Each watch starts with every existing object: what was not seen is gone, even
                 # when its DELETED event fell between two watches.
@@ -74,13 +81,20 @@ class Controller(threading.Thread):
                         self.runners[uid] = runner
                         runner.start()
                 for uid, runner in list(self.runners.items()):
-                    if runner.plural == plural and uid not in present and runner.is_alive() and uid in self.live:
+                    if (
+                        runner.plural == plural
+                        and uid not in present
+                        and runner.is_alive()
+                        and uid in self.live
+                    ):
                         try:
-                            self.custom.get_namespaced_custom_object(group, version, runner.namespace, plural, runner.name)
+                            self.custom.get_namespaced_custom_object(
+                                group, version, runner.namespace, plural, runner.name
+                            )
                         except client.ApiException as exc:
                             if exc.status == 404:
                                 self.live.discard(uid)
-            except Exception as exc:  # noqa: BLE001 - the API may be down on purpose in a test
+            except Exception as exc:
                 self.errors.append(repr(exc))
                 self.stopping.wait(0.2)
 
@@ -117,7 +131,9 @@ class JobRunner(threading.Thread):
         self.env = {item["name"]: item.get("value", "") for item in container.get("env") or []}
         command = container.get("command") or []
         self.tee = "--tee=3" in command
-        per_pod = [part.split("=", 1)[1] for part in command if part.startswith("--nproc-per-node=")]
+        per_pod = [
+            part.split("=", 1)[1] for part in command if part.startswith("--nproc-per-node=")
+        ]
         self.per_pod = int(per_pod[0]) if per_pod and self.tee else 1
         self.pods = [self.pod_name(rank) for rank in range(self.replicas)]
         self.restarts = [0] * self.replicas
@@ -154,12 +170,10 @@ class JobRunner(threading.Thread):
             }
         )
         status: dict[str, Any] = {"conditions": self.conditions, **extra}
-        try:
+        with contextlib.suppress(client.ApiException):
             self.ctl.custom.patch_namespaced_custom_object_status(
                 self.group, self.version, self.namespace, self.plural, self.name, {"status": status}
             )
-        except client.ApiException:
-            pass  # deleted meanwhile
 
     def pod_status(self, rank: int, phase: str, state: dict[str, Any], **extra: Any) -> None:
         container = {
@@ -178,12 +192,10 @@ class JobRunner(threading.Thread):
         if "last_state" in extra:
             container["lastState"] = extra.pop("last_state")
         status = {"phase": phase, "containerStatuses": [container], "hostIP": "10.0.0.1", **extra}
-        try:
+        with contextlib.suppress(client.ApiException):
             self.ctl.core.patch_namespaced_pod_status(
                 self.pods[rank], self.namespace, {"status": status}
             )
-        except client.ApiException:
-            pass
         self.container_ids[rank] = container.get("containerID")
 
     def event(self, obj_name: str, kind: str, reason: str, message: str) -> None:
@@ -310,7 +322,9 @@ class JobRunner(threading.Thread):
             # torchrun --tee=3: its own lines bare, each local rank's lines prefixed.
             world = self.replicas * self.per_pod
             for pod in self.pods:
-                self.ctl.logs.write(self.namespace, pod, "W1130 torch/distributed/run.py:793] OMP_NUM_THREADS=1\n")
+                self.ctl.logs.write(
+                    self.namespace, pod, "W1130 torch/distributed/run.py:793] OMP_NUM_THREADS=1\n"
+                )
         for step in range(steps):
             if self.cancelled:
                 return False
@@ -406,7 +420,5 @@ class JobRunner(threading.Thread):
         """The job was deleted: garbage-collect its pods like the owner references would."""
         for pod in self.pods:
             self.ctl.logs.finish(self.namespace, pod)
-            try:
+            with contextlib.suppress(Exception):
                 self.ctl.core.delete_namespaced_pod(pod, self.namespace)
-            except Exception:
-                pass

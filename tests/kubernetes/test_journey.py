@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 from jupyter_hyperpod.backends.base import LogReader
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
@@ -169,7 +169,11 @@ def test_image_pull_error_is_reported_with_events(
     def stuck() -> object:
         update = backend.refresh([job])[job.id]
         pulled = [e for e in update.events or [] if "Failed to pull image" in e]
-        return update if len(pulled) == 2 and "ImagePullBackOff" in (update.state_reason or "") else None
+        return (
+            update
+            if len(pulled) == 2 and "ImagePullBackOff" in (update.state_reason or "")
+            else None
+        )
 
     update = wait_for(stuck)
     assert update.state is JobState.PENDING
@@ -256,7 +260,9 @@ def test_refresh_is_batched(
     assert "in (" in pod_lists[0].params["labelSelector"]
 
 
-def test_several_ranks_per_pod_are_split_by_rank(backend: KubernetesOrchestrator, fs_root: Path) -> None:
+def test_several_ranks_per_pod_are_split_by_rank(
+    backend: KubernetesOrchestrator, fs_root: Path
+) -> None:
     launch = make_launch(fs_root, "perrank", nodes=2, procs_per_node=3, env={"FAKE_STEPS": "3"})
     job = stored(launch, backend.submit(launch))
     readers = [backend.log_reader(job, rank) for rank in range(6)]

@@ -26,8 +26,14 @@ def offline(fs_root: Path, tmp_path: Path) -> KubernetesOrchestrator:
 
 
 def test_seed_finetuning_job(offline: KubernetesOrchestrator, fs_root: Path) -> None:
-    launch = make_launch(fs_root, "deepseek-r1-qwen-14b-fine-tuning", nodes=8, gpus_per_node=1, efa_per_node=1,
-                         env={"MLFLOW_EXPERIMENT_NAME": "deepseek"})
+    launch = make_launch(
+        fs_root,
+        "deepseek-r1-qwen-14b-fine-tuning",
+        nodes=8,
+        gpus_per_node=1,
+        efa_per_node=1,
+        env={"MLFLOW_EXPERIMENT_NAME": "deepseek"},
+    )
     rendered = offline.render(launch)
     assert rendered.format == "manifest" and rendered.language == "yaml"
     manifest = yaml.safe_load(rendered.text)
@@ -55,7 +61,11 @@ def test_seed_finetuning_job(offline: KubernetesOrchestrator, fs_root: Path) -> 
     assert container["workingDir"] == "/data/Data-Scientist"
     assert container["command"][:3] == ["torchrun", "--nnodes=8", "--nproc-per-node=1"]
     assert "--rdzv-endpoint=$(MASTER_ADDR):$(MASTER_PORT)" in container["command"]
-    assert container["command"][-3:] == ["/data/Data-Scientist/scripts/train.py", "--config", "/data/Data-Scientist/args.yaml"]
+    assert container["command"][-3:] == [
+        "/data/Data-Scientist/scripts/train.py",
+        "--config",
+        "/data/Data-Scientist/args.yaml",
+    ]
     env = {item["name"]: item["value"] for item in container["env"]}
     assert env["MLFLOW_EXPERIMENT_NAME"] == "deepseek" and env["HYPERPOD_JOB_ID"] == launch.job_id
     assert "nodeSelector" not in pod and "annotations" not in manifest["metadata"]
@@ -78,38 +88,64 @@ def test_auto_resume_and_healthy_nodes(offline: KubernetesOrchestrator, fs_root:
     }
 
 
-def test_hyperpod_kind_by_job_and_by_config(offline: KubernetesOrchestrator, fs_root: Path, tmp_path: Path) -> None:
-    manifest = yaml.safe_load(offline.render(make_launch(fs_root, kind="HyperPodPyTorchJob", nodes=2, max_retries=2)).text)
-    assert manifest["apiVersion"] == "sagemaker.amazonaws.com/v1" and manifest["kind"] == "HyperPodPyTorchJob"
+def test_hyperpod_kind_by_job_and_by_config(
+    offline: KubernetesOrchestrator, fs_root: Path, tmp_path: Path
+) -> None:
+    manifest = yaml.safe_load(
+        offline.render(make_launch(fs_root, kind="HyperPodPyTorchJob", nodes=2, max_retries=2)).text
+    )
+    assert (
+        manifest["apiVersion"] == "sagemaker.amazonaws.com/v1"
+        and manifest["kind"] == "HyperPodPyTorchJob"
+    )
     replica = manifest["spec"]["replicaSpecs"][0]
     assert replica["replicas"] == 2 and manifest["spec"]["runPolicy"]["jobMaxRetryCount"] == 2
-    by_config = KubernetesOrchestrator(settings=make_settings(fs_root, tmp_path / "none", job_kind="HyperPodPyTorchJob"))
-    assert yaml.safe_load(by_config.render(make_launch(fs_root)).text)["kind"] == "HyperPodPyTorchJob"
+    by_config = KubernetesOrchestrator(
+        settings=make_settings(fs_root, tmp_path / "none", job_kind="HyperPodPyTorchJob")
+    )
+    assert (
+        yaml.safe_load(by_config.render(make_launch(fs_root)).text)["kind"] == "HyperPodPyTorchJob"
+    )
     with pytest.raises(InvalidRequest) as error:
         offline.render(make_launch(fs_root, kind="TFJob"))
     assert error.value.field == "kind"
 
 
 def test_single_process_and_plain_launcher(offline: KubernetesOrchestrator, fs_root: Path) -> None:
-    single = yaml.safe_load(offline.render(make_launch(fs_root, command=["bash", "-c", "echo $(hostname)"])).text)
+    single = yaml.safe_load(
+        offline.render(make_launch(fs_root, command=["bash", "-c", "echo $(hostname)"])).text
+    )
     container = single["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     # A one-process job runs the program itself; `$(` is escaped so Kubernetes keeps it literal.
     assert container["command"] == ["bash", "-c", "echo $$(hostname)"]
     assert "resources" not in container
-    script = yaml.safe_load(offline.render(make_launch(fs_root, command=["train.py"], launcher="plain")).text)
-    command = script["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+    script = yaml.safe_load(
+        offline.render(make_launch(fs_root, command=["train.py"], launcher="plain")).text
+    )
+    command = script["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
+        "command"
+    ]
     assert command == ["python3", "train.py"]
     with pytest.raises(InvalidRequest) as error:
         offline.render(make_launch(fs_root, launcher="plain", procs_per_node=4))
     assert error.value.field == "procs_per_node"
     local = yaml.safe_load(offline.render(make_launch(fs_root, procs_per_node=8)).text)
-    command = local["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["command"]
+    command = local["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
+        "command"
+    ]
     assert command[:3] == ["torchrun", "--nnodes=1", "--nproc-per-node=8"]
     assert not any(part.startswith("--rdzv") for part in command)
 
 
-def test_namespaces_images_and_names_are_checked(offline: KubernetesOrchestrator, fs_root: Path) -> None:
-    assert yaml.safe_load(offline.render(make_launch(fs_root, namespace="team-a")).text)["metadata"]["namespace"] == "team-a"
+def test_namespaces_images_and_names_are_checked(
+    offline: KubernetesOrchestrator, fs_root: Path
+) -> None:
+    assert (
+        yaml.safe_load(offline.render(make_launch(fs_root, namespace="team-a")).text)["metadata"][
+            "namespace"
+        ]
+        == "team-a"
+    )
     with pytest.raises(Forbidden) as error:
         offline.render(make_launch(fs_root, namespace="kube-system"))
     assert error.value.field == "namespace" and "kube-system" in error.value.message
@@ -126,8 +162,12 @@ def test_namespaces_images_and_names_are_checked(offline: KubernetesOrchestrator
     with pytest.raises(InvalidRequest) as error:
         offline.render(make_launch(fs_root, queue="has spaces"))
     assert error.value.field == "queue"
-    queued = yaml.safe_load(offline.render(make_launch(fs_root, queue="hyperpod-ns-team-a-localqueue")).text)
-    assert queued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "hyperpod-ns-team-a-localqueue"
+    queued = yaml.safe_load(
+        offline.render(make_launch(fs_root, queue="hyperpod-ns-team-a-localqueue")).text
+    )
+    assert (
+        queued["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "hyperpod-ns-team-a-localqueue"
+    )
 
 
 def test_no_default_image_names_the_field(fs_root: Path, tmp_path: Path) -> None:
@@ -138,7 +178,9 @@ def test_no_default_image_names_the_field(fs_root: Path, tmp_path: Path) -> None
 
 
 def test_manifest_check_refuses_host_paths_and_privileges(fs_root: Path) -> None:
-    options = ManifestOptions(namespace="default", kind="PyTorchJob", image=IMAGE, pvc_name="fsx-claim", fs_mount="/data")
+    options = ManifestOptions(
+        namespace="default", kind="PyTorchJob", image=IMAGE, pvc_name="fsx-claim", fs_mount="/data"
+    )
     good = build_manifest(make_launch(fs_root), options)
     pod = good["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
 
@@ -150,21 +192,36 @@ def test_manifest_check_refuses_host_paths_and_privileges(fs_root: Path) -> None
             check_manifest(manifest, options)
         return error.value.message
 
-    assert "host paths" in refused(lambda p: p["volumes"].append({"name": "root", "hostPath": {"path": "/"}}))
-    assert "host paths" in refused(lambda p: p["volumes"].__setitem__(0, {"name": "shmem", "hostPath": {"path": "/etc"}}))
-    assert "privileged" in refused(lambda p: p["containers"][0].__setitem__("securityContext", {"privileged": True}))
+    assert "host paths" in refused(
+        lambda p: p["volumes"].append({"name": "root", "hostPath": {"path": "/"}})
+    )
+    assert "host paths" in refused(
+        lambda p: p["volumes"].__setitem__(0, {"name": "shmem", "hostPath": {"path": "/etc"}})
+    )
+    assert "privileged" in refused(
+        lambda p: p["containers"][0].__setitem__("securityContext", {"privileged": True})
+    )
     assert "hostNetwork" in refused(lambda p: p.__setitem__("hostNetwork", True))
     assert "capabilities" in refused(
-        lambda p: p["containers"][0].__setitem__("securityContext", {"capabilities": {"add": ["SYS_ADMIN"]}})
+        lambda p: p["containers"][0].__setitem__(
+            "securityContext", {"capabilities": {"add": ["SYS_ADMIN"]}}
+        )
     )
     check_manifest(good, options)
     assert pod["volumes"][0]["hostPath"] == {"path": "/dev/shm"}
 
 
 def test_shm_as_memory_volume(fs_root: Path, tmp_path: Path) -> None:
-    orchestrator = KubernetesOrchestrator(settings=make_settings(fs_root, tmp_path / "none", shm_size="64Gi"))
-    pod = yaml.safe_load(orchestrator.render(make_launch(fs_root)).text)["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
-    assert pod["volumes"][0] == {"name": "shmem", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}}
+    orchestrator = KubernetesOrchestrator(
+        settings=make_settings(fs_root, tmp_path / "none", shm_size="64Gi")
+    )
+    pod = yaml.safe_load(orchestrator.render(make_launch(fs_root)).text)["spec"][
+        "pytorchReplicaSpecs"
+    ]["Worker"]["template"]["spec"]
+    assert pod["volumes"][0] == {
+        "name": "shmem",
+        "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"},
+    }
 
 
 def test_escape() -> None:

@@ -50,14 +50,20 @@ def test_no_kubeconfig_is_503_with_a_hint(fs_root: Path, tmp_path: Path) -> None
     assert "no kubeconfig" in error.value.message and "connect" in error.value.message
 
 
-def test_401_then_refreshed_credentials(fresh: EmulatorThread, fs_root: Path, tmp_path: Path) -> None:
+def test_401_then_refreshed_credentials(
+    fresh: EmulatorThread, fs_root: Path, tmp_path: Path
+) -> None:
     assert fresh.emulator is not None
     fresh.emulator.token_check = lambda token: token == "fresh-token"
     kubeconfig = fresh.write_kubeconfig(tmp_path / "kubeconfig", token="expired-token")
     backend = KubernetesOrchestrator(settings=make_settings(fs_root, kubeconfig))
     with pytest.raises(Forbidden) as error:
         backend.list_nodes()
-    assert error.value.status == 403 and "401" in error.value.message and "credentials" in error.value.message
+    assert (
+        error.value.status == 403
+        and "401" in error.value.message
+        and "credentials" in error.value.message
+    )
     fresh.write_kubeconfig(kubeconfig, token="fresh-token")
     assert len(backend.list_nodes()) == 2
     backend.close()
@@ -71,7 +77,10 @@ def test_403_names_what_was_refused(fresh: EmulatorThread, fs_root: Path, tmp_pa
     launch = make_launch(fs_root)
     with pytest.raises(Forbidden) as error:
         backend.submit(launch)
-    assert "create PyTorchJob" in error.value.message and 'cannot create resource "pytorchjobs"' in error.value.message
+    assert (
+        "create PyTorchJob" in error.value.message
+        and 'cannot create resource "pytorchjobs"' in error.value.message
+    )
     fresh.emulator.denied_resources.clear()
     assert backend.submit(launch).backend_id == launch.job_id
     backend.close()

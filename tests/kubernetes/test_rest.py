@@ -67,7 +67,9 @@ async def test_cluster_nodes_preview_submit_follow(api: Api, partition: Path) ->
     preview = await api.post("jobs/render", spec("preview"))
     assert preview.status == 200, preview.body
     manifest = yaml.safe_load(preview.body["text"])
-    container = manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container = manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][
+        0
+    ]
     # IDE paths became cluster paths under the claim's mount.
     assert container["workingDir"] == "/data/shared/project"
     assert container["command"][-3:] == ["train.py", "--config", "args.yaml"]
@@ -76,10 +78,12 @@ async def test_cluster_nodes_preview_submit_follow(api: Api, partition: Path) ->
 
     job = await api.submit(spec("restjob", env={"FAKE_STEPS": "4", "FAKE_STEP_SECONDS": "0.05"}))
     assert job["backend_id"] == job["id"]
-    frames, ws = await api.follow(job["id"], rank="all", timeout=60)
+    frames, _ws = await api.follow(job["id"], rank="all", timeout=60)
     for rank in (0, 1):
         lines = log_text(frames, rank).splitlines()
-        assert lines == [f"rank {rank}/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(4)] + [f"rank {rank}/2 done"]
+        assert lines == [f"rank {rank}/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(4)] + [
+            f"rank {rank}/2 done"
+        ]
     assert frames[-1]["type"] == "end" and frames[-1]["state"] == "SUCCEEDED"
     final = (await api.get(f"jobs/{job['id']}")).body
     assert final["state"] == "SUCCEEDED" and [r["rank"] for r in final["ranks"]] == [0, 1]
@@ -89,7 +93,9 @@ async def test_cluster_nodes_preview_submit_follow(api: Api, partition: Path) ->
 
 async def test_cancel_through_the_api(api: Api, partition: Path) -> None:
     (partition / "project").mkdir()
-    job = await api.submit(spec("restcancel", env={"FAKE_STEPS": "100000", "FAKE_STEP_SECONDS": "0.05"}))
+    job = await api.submit(
+        spec("restcancel", env={"FAKE_STEPS": "100000", "FAKE_STEP_SECONDS": "0.05"})
+    )
     await api.wait_for(job["id"], {"RUNNING"}, timeout=30)
     reply = await api.delete(f"jobs/{job['id']}")
     assert reply.status in (200, 202), reply.body
@@ -101,12 +107,18 @@ class TestUnreachable:
     @pytest.fixture
     def k8s_traits(self, tmp_path: Path) -> dict[str, Any]:
         config = tmp_path / "down.kubeconfig"
-        config.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "down",
-            "clusters": [{"name": "down", "cluster": {"server": "http://127.0.0.1:9"}}],
-            "users": [{"name": "down", "user": {"token": "t"}}],
-            "contexts": [{"name": "down", "context": {"cluster": "down", "user": "down"}}],
-        }))
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "down",
+                    "clusters": [{"name": "down", "cluster": {"server": "http://127.0.0.1:9"}}],
+                    "users": [{"name": "down", "user": {"token": "t"}}],
+                    "contexts": [{"name": "down", "context": {"cluster": "down", "user": "down"}}],
+                }
+            )
+        )
         return {"kubeconfig": str(config), "image": IMAGE}
 
     async def test_nodes_503(self, api: Api) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -47,23 +48,65 @@ class KubernetesOrchestrator(Orchestrator):
     kind: ClassVar[Any] = "kubernetes"
     default_cluster_fs_root: ClassVar[str | None] = "/data"
 
-    kubeconfig = Unicode("", config=True, help="kubeconfig file; default: $KUBECONFIG, else ~/.kube/config.")
+    kubeconfig = Unicode(
+        "", config=True, help="kubeconfig file; default: $KUBECONFIG, else ~/.kube/config."
+    )
     context = Unicode("", config=True, help="kubeconfig context; default: the current context.")
-    namespace = Unicode("default", config=True, help="Namespace jobs are created in unless the job asks for another allowed one.")
-    allowed_namespaces = List(Unicode(), default_value=[], config=True, help="Namespaces a job may ask for; default: only `namespace`.")
+    namespace = Unicode(
+        "default",
+        config=True,
+        help="Namespace jobs are created in unless the job asks for another allowed one.",
+    )
+    allowed_namespaces = List(
+        Unicode(),
+        default_value=[],
+        config=True,
+        help="Namespaces a job may ask for; default: only `namespace`.",
+    )
     job_kind = Enum(
-        list(JOB_KINDS), default_value="PyTorchJob", config=True,
+        list(JOB_KINDS),
+        default_value="PyTorchJob",
+        config=True,
         help="PyTorchJob (kubeflow.org/v1) or HyperPodPyTorchJob (sagemaker.amazonaws.com/v1); a job may pick the other.",
     )
     image = Unicode("", config=True, help="Container image for jobs whose spec names none.")
-    image_pull_policy = Enum(["Always", "IfNotPresent", "Never"], default_value="Always", config=True, help="imagePullPolicy of the workers.")
-    pvc_name = Unicode("fsx-claim", config=True, help="PersistentVolumeClaim of the shared file system, mounted at the cluster FS root.")
-    service_account = Unicode("", config=True, help="serviceAccountName of the workers (e.g. eks-hyperpod-sa).")
-    shm_size = Unicode("", config=True, help="Size of /dev/shm as a memory emptyDir (e.g. 64Gi); empty: the host's /dev/shm.")
-    cluster_display_name = Unicode("", config=True, help="Name shown for the cluster; default: the HyperPod cluster, else the context.")
-    hyperpod_cluster = Unicode("", config=True, help="HyperPod cluster name or ARN, for AWS details; default: found from the EKS context.")
-    aws_region = Unicode("", config=True, help="AWS region for discovery; default: from the context's ARN or the AWS config.")
-    fsx_file_system_id = Unicode("", config=True, help="FSx for Lustre file system id; default: from Studio's mount path.")
+    image_pull_policy = Enum(
+        ["Always", "IfNotPresent", "Never"],
+        default_value="Always",
+        config=True,
+        help="imagePullPolicy of the workers.",
+    )
+    pvc_name = Unicode(
+        "fsx-claim",
+        config=True,
+        help="PersistentVolumeClaim of the shared file system, mounted at the cluster FS root.",
+    )
+    service_account = Unicode(
+        "", config=True, help="serviceAccountName of the workers (e.g. eks-hyperpod-sa)."
+    )
+    shm_size = Unicode(
+        "",
+        config=True,
+        help="Size of /dev/shm as a memory emptyDir (e.g. 64Gi); empty: the host's /dev/shm.",
+    )
+    cluster_display_name = Unicode(
+        "",
+        config=True,
+        help="Name shown for the cluster; default: the HyperPod cluster, else the context.",
+    )
+    hyperpod_cluster = Unicode(
+        "",
+        config=True,
+        help="HyperPod cluster name or ARN, for AWS details; default: found from the EKS context.",
+    )
+    aws_region = Unicode(
+        "",
+        config=True,
+        help="AWS region for discovery; default: from the context's ARN or the AWS config.",
+    )
+    fsx_file_system_id = Unicode(
+        "", config=True, help="FSx for Lustre file system id; default: from Studio's mount path."
+    )
     node_cache_seconds = Float(5.0, config=True, help="How long a node listing is reused.")
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
@@ -121,7 +164,7 @@ class KubernetesOrchestrator(Orchestrator):
         return details
 
     def _aws_details(self) -> dict[str, Any]:
-        from ...aws import discovery  # noqa: PLC0415 - boto3 stays optional
+        from ...aws import discovery
 
         return discovery.cluster_details(
             hyperpod_cluster=self.hyperpod_cluster,
@@ -133,7 +176,9 @@ class KubernetesOrchestrator(Orchestrator):
 
     @property
     def fs_mount(self) -> str:
-        return getattr(self.settings, "cluster_fs_root", "") or self.default_cluster_fs_root or "/data"
+        return (
+            getattr(self.settings, "cluster_fs_root", "") or self.default_cluster_fs_root or "/data"
+        )
 
     def list_nodes(self) -> list[Node]:
         cached = self._nodes_cache
@@ -150,7 +195,10 @@ class KubernetesOrchestrator(Orchestrator):
             # Reading pods cluster-wide is often not granted: show capacity without usage.
             pods = []
         allocated = allocated_by_node(pods, [*GPU_RESOURCES, EFA_RESOURCE])
-        result = [node_from_k8s(obj, allocated.get((obj.get("metadata") or {}).get("name", ""))) for obj in nodes]
+        result = [
+            node_from_k8s(obj, allocated.get((obj.get("metadata") or {}).get("name", "")))
+            for obj in nodes
+        ]
         result.sort(key=lambda node: node.name)
         self._nodes_cache = (time.monotonic(), result)
         return result
@@ -192,7 +240,9 @@ class KubernetesOrchestrator(Orchestrator):
             warnings.append("auto-resume retries up to 3 times (set max_retries to change it)")
         if spec.auto_resume and manifest["kind"] == "HyperPodPyTorchJob" and not spec.max_retries:
             warnings.append("auto-resume needs max_retries > 0 for a HyperPodPyTorchJob")
-        return RenderedJob(format="manifest", language="yaml", text=to_yaml(manifest), warnings=warnings)
+        return RenderedJob(
+            format="manifest", language="yaml", text=to_yaml(manifest), warnings=warnings
+        )
 
     def submit(self, launch: Launch) -> JobUpdate:
         manifest = build_manifest(launch, self.manifest_options())
@@ -202,10 +252,17 @@ class KubernetesOrchestrator(Orchestrator):
             self.kube.call(
                 f"create {kind} {launch.job_id} in namespace {namespace}",
                 self.kube.custom.create_namespaced_custom_object,
-                group, version, namespace, plural, manifest,
+                group,
+                version,
+                namespace,
+                plural,
+                manifest,
             )
         except Conflict:
-            raise Conflict(f"a {kind} named '{launch.job_id}' already exists in namespace {namespace}", field="name") from None
+            raise Conflict(
+                f"a {kind} named '{launch.job_id}' already exists in namespace {namespace}",
+                field="name",
+            ) from None
         except NotFound as exc:
             raise InvalidRequest(
                 f"the cluster does not serve {kind} ({group}/{version}): is its training operator "
@@ -239,20 +296,35 @@ class KubernetesOrchestrator(Orchestrator):
             if job.backend_id:
                 groups.setdefault((self._namespace_of(job), self._kind_of(job)), []).append(job)
         objects: dict[tuple[str, str], dict[str, Any]] = {}
-        for (namespace, (group, version, plural, kind)), _members in groups.items():
-            items = self._list_all(
-                f"list {kind}s in namespace {namespace}",
-                self.kube.custom.list_namespaced_custom_object,
-                group, version, namespace, plural,
-                label_selector=f"{MANAGED_BY}={MANAGER}",
-            )
-            for item in items:
-                meta = item.get("metadata") or {}
-                objects[(namespace, meta.get("name", ""))] = item
+        for (namespace, (group, version, plural, kind)), members in groups.items():
+            # Only the jobs asked about, not the namespace's whole history of finished jobs.
+            wanted = sorted({job.backend_id for job in members if job.backend_id})
+            for start in range(0, len(wanted), SELECTOR_CHUNK):
+                chunk = wanted[start : start + SELECTOR_CHUNK]
+                items = self._list_all(
+                    f"list {kind}s in namespace {namespace}",
+                    self.kube.custom.list_namespaced_custom_object,
+                    group,
+                    version,
+                    namespace,
+                    plural,
+                    label_selector=f"{MANAGED_BY}={MANAGER},{JOB_ID_LABEL} in ({','.join(chunk)})",
+                )
+                for item in items:
+                    meta = item.get("metadata") or {}
+                    objects[(namespace, meta.get("name", ""))] = item
 
         pods_by_job: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for namespace in {ns for ns, _ in groups}:
-            names = sorted({job.backend_id for (ns, _), members in groups.items() if ns == namespace for job in members if job.backend_id})
+            names = sorted(
+                {
+                    job.backend_id
+                    for (ns, _), members in groups.items()
+                    if ns == namespace
+                    for job in members
+                    if job.backend_id
+                }
+            )
             for start in range(0, len(names), SELECTOR_CHUNK):
                 chunk = names[start : start + SELECTOR_CHUNK]
                 pods = self._list_all(
@@ -299,11 +371,18 @@ class KubernetesOrchestrator(Orchestrator):
                 continue
             events = [e for e in events if e.get("type", "Warning") == "Warning"]
             for job in members:
-                pod_names = {(p.get("metadata") or {}).get("name", "") for p in pods_by_job.get((namespace, job.backend_id or ""), [])}
+                pod_names = {
+                    (p.get("metadata") or {}).get("name", "")
+                    for p in pods_by_job.get((namespace, job.backend_id or ""), [])
+                }
                 by_object = format_events(events, {job.backend_id or "", *pod_names})
                 merged = sorted({text for texts in by_object.values() for text in texts})
                 updates[job.id].events = merged[-10:]
-                if updates[job.id].state is JobState.PENDING and not updates[job.id].state_reason and merged:
+                if (
+                    updates[job.id].state is JobState.PENDING
+                    and not updates[job.id].state_reason
+                    and merged
+                ):
                     updates[job.id].state_reason = merged[-1]
         return updates
 
@@ -311,15 +390,17 @@ class KubernetesOrchestrator(Orchestrator):
         group, version, plural, kind = self._kind_of(job)
         namespace = self._namespace_of(job)
         if job.backend_id:
-            try:
+            with contextlib.suppress(NotFound):
                 self.kube.call(
                     f"delete {kind} {job.backend_id} in namespace {namespace}",
                     self.kube.custom.delete_namespaced_custom_object,
-                    group, version, namespace, plural, job.backend_id,
+                    group,
+                    version,
+                    namespace,
+                    plural,
+                    job.backend_id,
                     propagation_policy="Background",
                 )
-            except NotFound:
-                pass  # already gone: cancelled all the same
         return JobUpdate(state=JobState.CANCELLED, state_reason="cancelled", ended=time.time())
 
     # -- logs ---------------------------------------------------------------------------------
@@ -327,12 +408,10 @@ class KubernetesOrchestrator(Orchestrator):
         local = job.data.get("job_dir_local")
         if local:
             candidate = Path(local) / "k8s-logs"
-            try:
+            with contextlib.suppress(OSError):
                 candidate.mkdir(parents=True, exist_ok=True)
                 if os.access(candidate, os.W_OK):
                     return candidate
-            except OSError:
-                pass
         cache = Path(os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache")))
         fallback = cache / "jupyter-hyperpod" / "k8s-logs" / job.id
         fallback.mkdir(parents=True, exist_ok=True)
@@ -348,7 +427,9 @@ class KubernetesOrchestrator(Orchestrator):
         mine = [p for p in pods if rank_of_pod(p) == rank and job_name_of_pod(p) == name]
         if not mine:
             return None
-        return max(mine, key=lambda p: timestamp((p.get("metadata") or {}).get("creationTimestamp")) or 0.0)
+        return max(
+            mine, key=lambda p: timestamp((p.get("metadata") or {}).get("creationTimestamp")) or 0.0
+        )
 
     def _job_over(self, job: StoredJob) -> bool:
         group, version, plural, kind = self._kind_of(job)
@@ -356,7 +437,11 @@ class KubernetesOrchestrator(Orchestrator):
             obj = self.kube.call(
                 f"read {kind} {job.backend_id}",
                 self.kube.custom.get_namespaced_custom_object,
-                group, version, self._namespace_of(job), plural, job.backend_id,
+                group,
+                version,
+                self._namespace_of(job),
+                plural,
+                job.backend_id,
             )
         except NotFound:
             return True
@@ -383,7 +468,8 @@ class KubernetesOrchestrator(Orchestrator):
                 spool_dir = self._spool_dir(job)
                 rank_paths = (
                     [spool_dir / f"rank-{worker * per_pod + local}.log" for local in range(per_pod)]
-                    if per_pod > 1 else []
+                    if per_pod > 1
+                    else []
                 )
                 follower = PodLogFollower(
                     self.kube,
@@ -423,7 +509,9 @@ class KubernetesOrchestrator(Orchestrator):
         stale: list[PodLogFollower] = []
         with self._followers_lock:
             for key, follower in list(self._followers.items()):
-                if follower.refs == 0 and (follower.done or now - follower.idle_since > FOLLOWER_LINGER_S):
+                if follower.refs == 0 and (
+                    follower.done or now - follower.idle_since > FOLLOWER_LINGER_S
+                ):
                     stale.append(follower)
                     del self._followers[key]
         for follower in stale:

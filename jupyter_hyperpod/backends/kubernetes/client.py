@@ -8,6 +8,7 @@ without restarting Jupyter.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -15,7 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...core.errors import BackendError, BackendUnavailable, Conflict, Forbidden, HyperPodError, NotFound
+from ...core.errors import (
+    BackendError,
+    BackendUnavailable,
+    Conflict,
+    Forbidden,
+    HyperPodError,
+    NotFound,
+)
 
 T = TypeVar("T")
 
@@ -48,8 +56,8 @@ class KubeClient:
 
     # -- construction -------------------------------------------------------------------------
     def _build(self) -> Any:
-        from kubernetes import client, config  # noqa: PLC0415 - optional dependency
-        from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
 
         paths = kubeconfig_paths(self.kubeconfig)
         existing = [path for path in paths if os.path.exists(path)]
@@ -72,7 +80,9 @@ class KubeClient:
                 )
         except ConfigException as exc:
             where = f"context '{self.context}'" if self.context else "the current context"
-            raise BackendUnavailable(f"cannot load {where} from {', '.join(existing)}: {exc}") from exc
+            raise BackendUnavailable(
+                f"cannot load {where} from {', '.join(existing)}: {exc}"
+            ) from exc
         # Fail fast when the API server is down; the caller retries on its next refresh.
         configuration.retries = 0
         self.host = configuration.host
@@ -94,23 +104,21 @@ class KubeClient:
         with self._lock:
             old, self._api_client = self._api_client, None
         if old is not None:
-            try:
+            with contextlib.suppress(Exception):
                 old.close()
-            except Exception:  # noqa: BLE001 - closing a broken pool must not mask the real error
-                pass
 
     def close(self) -> None:
         self.reset()
 
     @property
     def core(self) -> Any:
-        from kubernetes import client  # noqa: PLC0415
+        from kubernetes import client
 
         return client.CoreV1Api(self.api_client)
 
     @property
     def custom(self) -> Any:
-        from kubernetes import client  # noqa: PLC0415
+        from kubernetes import client
 
         return client.CustomObjectsApi(self.api_client)
 
@@ -122,7 +130,7 @@ class KubeClient:
             return fn(*args, **kwargs)
         except HyperPodError:
             raise
-        except Exception as exc:  # noqa: BLE001 - classified below
+        except Exception as exc:
             raise self.translate(exc, what) from exc
 
     def call_json(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -133,20 +141,24 @@ class KubeClient:
         try:
             return json.loads(response.data)
         except ValueError as exc:
-            raise BackendError(f"{what}: the Kubernetes API answered something that is not JSON") from exc
+            raise BackendError(
+                f"{what}: the Kubernetes API answered something that is not JSON"
+            ) from exc
         finally:
             response.release_conn()
 
     def translate(self, exc: BaseException, what: str) -> HyperPodError:
-        from kubernetes.client.exceptions import ApiException  # noqa: PLC0415
-        from kubernetes.config.config_exception import ConfigException  # noqa: PLC0415
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.config.config_exception import ConfigException
 
         if isinstance(exc, ApiException):
             status = exc.status or 0
             message = _api_message(exc)
             if status == 0:
                 self.reset()
-                return BackendUnavailable(f"Kubernetes API at {self.host or '?'} is unreachable while trying to {what}: {message}")
+                return BackendUnavailable(
+                    f"Kubernetes API at {self.host or '?'} is unreachable while trying to {what}: {message}"
+                )
             if status == 401:
                 self.reset()
                 return Forbidden(
@@ -163,7 +175,9 @@ class KubeClient:
             if status in (422, 400):
                 return BackendError(f"the Kubernetes API rejected the request to {what}: {message}")
             if status in (429, 500, 502, 503, 504):
-                return BackendUnavailable(f"the Kubernetes API could not {what} right now ({status}): {message}")
+                return BackendUnavailable(
+                    f"the Kubernetes API could not {what} right now ({status}): {message}"
+                )
             return BackendError(f"{what} failed ({status}): {message}")
         if isinstance(exc, ConfigException):
             self.reset()
@@ -178,7 +192,7 @@ class KubeClient:
 
 
 def _is_transport_error(exc: BaseException) -> bool:
-    import urllib3.exceptions  # noqa: PLC0415
+    import urllib3.exceptions
 
     return isinstance(
         exc,
@@ -195,17 +209,15 @@ def _short(exc: BaseException) -> str:
 def _api_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if body:
-        try:
+        with contextlib.suppress(ValueError, TypeError):
             data = json.loads(body)
             if isinstance(data, dict) and data.get("message"):
                 return str(data["message"])[:500]
-        except (ValueError, TypeError):
-            pass
     return str(getattr(exc, "reason", "") or exc)[:500]
 
 
 def _current_context(paths: list[str]) -> str | None:
-    import yaml  # noqa: PLC0415
+    import yaml
 
     for path in paths:
         try:

@@ -65,7 +65,9 @@ def pod_problem(pod: dict[str, Any]) -> str | None:
         return f"{waiting['reason']}: {waiting.get('message') or ''}".strip().rstrip(":")
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return f"{condition.get('reason') or 'Unschedulable'}: {condition.get('message') or ''}".strip().rstrip(":")
+            return f"{condition.get('reason') or 'Unschedulable'}: {condition.get('message') or ''}".strip().rstrip(
+                ":"
+            )
     return None
 
 
@@ -108,7 +110,9 @@ _FAILED = {"Failed", "Error"}
 _RUNNING = {"Running", "PodsRunning", "Restarting", "Resuming", "Resumed"}
 
 
-def job_update(obj: dict[str, Any], pods: list[dict[str, Any]], events: list[str] | None = None) -> JobUpdate:
+def job_update(
+    obj: dict[str, Any], pods: list[dict[str, Any]], events: list[str] | None = None
+) -> JobUpdate:
     """What one job object and its pods say now."""
     status = obj.get("status") or {}
     conditions = status.get("conditions") or []
@@ -125,9 +129,9 @@ def job_update(obj: dict[str, Any], pods: list[dict[str, Any]], events: list[str
             continue
         # A recreated pod (auto-resume) replaces the old one for the same rank.
         current = ranked.get(rank)
-        if current is None or (timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0) >= (
-            timestamp((current.get("metadata") or {}).get("creationTimestamp")) or 0
-        ):
+        if current is None or (
+            timestamp((pod.get("metadata") or {}).get("creationTimestamp")) or 0
+        ) >= (timestamp((current.get("metadata") or {}).get("creationTimestamp")) or 0):
             ranked[rank] = pod
     ranks = [pod_rank_info(ranked[rank], rank) for rank in sorted(ranked)]
 
@@ -139,15 +143,23 @@ def job_update(obj: dict[str, Any], pods: list[dict[str, Any]], events: list[str
         state = JobState.FAILED
         codes = [r.exit_code for r in ranks if r.exit_code not in (None, 0)]
         exit_code = codes[0] if codes else 1
-    elif ctype in _RUNNING or any((p.get("status") or {}).get("phase") == "Running" for p in ranked.values()):
+    elif ctype in _RUNNING or any(
+        (p.get("status") or {}).get("phase") == "Running" for p in ranked.values()
+    ):
         state = JobState.RUNNING
     else:
         state = JobState.PENDING
 
     if state in (JobState.PENDING, JobState.RUNNING):
-        problems = [f"worker {rank}: {problem}" for rank, pod in sorted(ranked.items()) if (problem := pod_problem(pod))]
+        problems = [
+            f"worker {rank}: {problem}"
+            for rank, pod in sorted(ranked.items())
+            if (problem := pod_problem(pod))
+        ]
         if problems:
-            reason_text = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+            reason_text = "; ".join(problems[:3]) + (
+                f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+            )
         elif ctype == "Restarting":
             reason_text = f"restarting: {reason_text}" if reason_text else "restarting"
 
@@ -160,7 +172,9 @@ def job_update(obj: dict[str, Any], pods: list[dict[str, Any]], events: list[str
         started = min((s for s in starts if s), default=None)
     ended = None
     if state.finished:
-        ended = timestamp(status.get("completionTime")) or timestamp((latest or {}).get("lastTransitionTime"))
+        ended = timestamp(status.get("completionTime")) or timestamp(
+            (latest or {}).get("lastTransitionTime")
+        )
 
     return JobUpdate(
         state=state,
@@ -173,7 +187,9 @@ def job_update(obj: dict[str, Any], pods: list[dict[str, Any]], events: list[str
     )
 
 
-def format_events(events: Iterable[dict[str, Any]], names: set[str], limit: int = 10) -> dict[str, list[str]]:
+def format_events(
+    events: Iterable[dict[str, Any]], names: set[str], limit: int = 10
+) -> dict[str, list[str]]:
     """Warning events about the given objects (job or pod names), newest last, keyed by object name."""
     result: dict[str, list[tuple[float, str]]] = {}
     for event in events:

@@ -9,6 +9,7 @@ done and never fetched again, so logs outlive the pods.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -130,10 +131,8 @@ class PodLogFollower:
         with self._lock:
             response = self._response
         if response is not None:
-            try:
+            with contextlib.suppress(Exception):
                 response.shutdown()
-            except Exception:  # noqa: BLE001 - best effort to unblock the reader
-                pass
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -148,7 +147,10 @@ class PodLogFollower:
     def _save_state(self) -> None:
         try:
             tmp = self.state_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"key": self._key, "seen": self._seen, "done": self.done}), encoding="utf-8")
+            tmp.write_text(
+                json.dumps({"key": self._key, "seen": self._seen, "done": self.done}),
+                encoding="utf-8",
+            )
             tmp.replace(self.state_path)
         except OSError as exc:
             log.warning("cannot save log state %s: %s", self.state_path, exc)
@@ -182,7 +184,7 @@ class PodLogFollower:
                         self._save_state()
                         return
                     delay = self.poll_interval
-        except Exception:  # noqa: BLE001 - a follower must never take the server down
+        except Exception:
             log.exception("log follower %s failed", self.label)
         finally:
             if self._splitter is not None:
@@ -213,7 +215,9 @@ class PodLogFollower:
             if self._key is not None:
                 restarts = int(status.get("restartCount") or 0)
                 name = (pod.get("metadata") or {}).get("name")
-                out.write(f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})\n".encode())
+                out.write(
+                    f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})\n".encode()
+                )
                 out.flush()
             self._key, self._seen = key, 0
         elif "terminated" in state:
@@ -263,16 +267,14 @@ class PodLogFollower:
                 if time.monotonic() - last_save > 1.0:
                     self._save_state()
                     last_save = time.monotonic()
-        except Exception as exc:  # noqa: BLE001 - a cut stream: reconnect on the next step
+        except Exception as exc:
             if not self._stop.is_set():
                 log.debug("log stream of %s ended: %s", name, exc)
         finally:
             with self._lock:
                 self._response = None
-            try:
+            with contextlib.suppress(Exception):
                 response.release_conn()
-            except Exception:  # noqa: BLE001
-                pass
             self._save_state()
 
 
@@ -293,7 +295,12 @@ class _Tee:
 class SpoolLogReader(FileLogReader):
     """A rank's spool file; closing it lets the backend stop an idle follower."""
 
-    def __init__(self, follower: PodLogFollower, release: Callable[[PodLogFollower], None], path: Path | None = None) -> None:
+    def __init__(
+        self,
+        follower: PodLogFollower,
+        release: Callable[[PodLogFollower], None],
+        path: Path | None = None,
+    ) -> None:
         super().__init__(path or follower.spool)
         self.follower = follower
         self._release: Callable[[PodLogFollower], None] | None = release

@@ -90,7 +90,8 @@ def resolve_namespace(requested: str | None, options: ManifestOptions) -> str:
     allowed = options.allowed_namespaces or [options.namespace]
     if namespace not in allowed:
         raise Forbidden(
-            f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})", field="namespace"
+            f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})",
+            field="namespace",
         )
     return namespace
 
@@ -212,11 +213,17 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
             "nprocPerNode": str(spec.procs_per_node),
             "runPolicy": run_policy,
             "pytorchReplicaSpecs": {
-                "Worker": {"replicas": spec.nodes, "restartPolicy": restart_policy, "template": template}
+                "Worker": {
+                    "replicas": spec.nodes,
+                    "restartPolicy": restart_policy,
+                    "template": template,
+                }
             },
         }
     else:
-        run_policy["jobMaxRetryCount"] = spec.max_retries if (spec.auto_resume or spec.max_retries) else 0
+        run_policy["jobMaxRetryCount"] = (
+            spec.max_retries if (spec.auto_resume or spec.max_retries) else 0
+        )
         run_policy["cleanPodPolicy"] = "None"
         template["spec"]["restartPolicy"] = restart_policy
         job_spec = {
@@ -224,7 +231,12 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
             "runPolicy": run_policy,
             "replicaSpecs": [{"name": "pods", "replicas": spec.nodes, "template": template}],
         }
-    manifest = {"apiVersion": f"{group}/{version}", "kind": kind, "metadata": metadata, "spec": job_spec}
+    manifest = {
+        "apiVersion": f"{group}/{version}",
+        "kind": kind,
+        "metadata": metadata,
+        "spec": job_spec,
+    }
     check_manifest(manifest, options)
     return manifest
 
@@ -232,7 +244,10 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
 def pod_templates(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     spec = manifest.get("spec") or {}
     if "pytorchReplicaSpecs" in spec:
-        return [replica.get("template") or {} for replica in (spec["pytorchReplicaSpecs"] or {}).values()]
+        return [
+            replica.get("template") or {}
+            for replica in (spec["pytorchReplicaSpecs"] or {}).values()
+        ]
     return [replica.get("template") or {} for replica in spec.get("replicaSpecs") or []]
 
 
@@ -242,7 +257,10 @@ def check_manifest(manifest: dict[str, Any], options: ManifestOptions) -> None:
     namespace = (manifest.get("metadata") or {}).get("namespace")
     allowed = options.allowed_namespaces or [options.namespace]
     if namespace not in allowed:
-        raise Forbidden(f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})", field="namespace")
+        raise Forbidden(
+            f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})",
+            field="namespace",
+        )
     for template in pod_templates(manifest):
         pod = template.get("spec") or {}
         for key in ("hostNetwork", "hostPID", "hostIPC"):
@@ -250,7 +268,9 @@ def check_manifest(manifest: dict[str, Any], options: ManifestOptions) -> None:
                 raise Forbidden(f"jobs cannot use {key}", field="spec")
         for volume in pod.get("volumes") or []:
             host_path = (volume.get("hostPath") or {}).get("path")
-            if host_path is not None and not (volume.get("name") == "shmem" and host_path == "/dev/shm"):
+            if host_path is not None and not (
+                volume.get("name") == "shmem" and host_path == "/dev/shm"
+            ):
                 raise Forbidden(f"jobs cannot mount host paths ({host_path})", field="spec")
         for container in (pod.get("containers") or []) + (pod.get("initContainers") or []):
             context = container.get("securityContext") or {}
@@ -262,4 +282,6 @@ def check_manifest(manifest: dict[str, Any], options: ManifestOptions) -> None:
 
 
 def to_yaml(manifest: dict[str, Any]) -> str:
-    return yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
+    return yaml.safe_dump(
+        manifest, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True
+    )

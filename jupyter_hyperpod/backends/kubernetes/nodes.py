@@ -14,7 +14,11 @@ INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/
 GPU_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neurondevice")
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_PRODUCT_LABELS = ("nvidia.com/gpu.product",)
-KEPT_LABEL_PREFIXES = ("sagemaker.amazonaws.com/", "topology.kubernetes.io/", "node.kubernetes.io/instance-type")
+KEPT_LABEL_PREFIXES = (
+    "sagemaker.amazonaws.com/",
+    "topology.kubernetes.io/",
+    "node.kubernetes.io/instance-type",
+)
 
 _UNHEALTHY_STATUS = {
     "Unschedulable": "HyperPod marked the node unschedulable",
@@ -76,7 +80,9 @@ def pod_requests(pod: dict[str, Any], resource: str) -> float:
     return max(total, init)
 
 
-def allocated_by_node(pods: Iterable[dict[str, Any]], resources: Iterable[str]) -> dict[str, dict[str, float]]:
+def allocated_by_node(
+    pods: Iterable[dict[str, Any]], resources: Iterable[str]
+) -> dict[str, dict[str, float]]:
     """Per node, the requests of pods that hold resources (bound and not finished)."""
     wanted = list(resources)
     result: dict[str, dict[str, float]] = {}
