@@ -68,7 +68,10 @@ describe('HyperpodModel', () => {
     m.jobsOffset = 50;
     m.jobsState = 'FAILED';
     expect(m.jobsOffset).toBe(0);
-    Object.defineProperty(document, 'hidden', { value: false, configurable: true });
+    Object.defineProperty(document, 'hidden', {
+      value: false,
+      configurable: true
+    });
     const calls = (m.client.jobs as jest.Mock).mock.calls;
     void m.refreshJobs();
     for (let i = 0; i < 50 && calls.length === 0; i++) {
