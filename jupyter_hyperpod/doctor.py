@@ -467,7 +467,7 @@ def kubernetes_checks(settings: Any) -> list[Check]:
                 ),
             ]
         if not status:
-            translated = kube.translate(error, "reach the API")
+            translated = kube.translate(error, "read /version")
             return [
                 *checks,
                 Check(
