@@ -181,6 +181,9 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             self.resources[resource] = {}
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        if len(self._requests) > 5000:
+            # kmock keeps every request (with its aiohttp request) for assertions: keep the recent.
+            del self._requests[:-1000]
         if request.url.path.rstrip("/") == "/version":
             return aiohttp.web.json_response(
                 {

@@ -16,7 +16,7 @@ from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, N
 from ...core.models import Capabilities, JobState, Node
 from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .client import KubeClient
-from .jobs import format_events, job_name_of_pod, job_update, rank_of_pod, timestamp
+from .jobs import format_events, job_name_of_pod, job_update, pod_problem, rank_of_pod, timestamp
 from .logs import PodLogFollower, SpoolLogReader
 from .manifest import (
     CONTAINER,
@@ -352,11 +352,14 @@ class KubernetesOrchestrator(Orchestrator):
                             ended=now,
                         )
                     continue
-                update = job_update(obj, pods_by_job.get((namespace, job.backend_id or ""), []))
+                pods = pods_by_job.get((namespace, job.backend_id or ""), [])
+                update = job_update(obj, pods)
                 updates[job.id] = update
                 if update.state is not None and update.state.finished:
                     self._drain_logs(job.id)
-                if update.state in (JobState.PENDING, JobState.FAILED) or update.state_reason:
+                # Events explain jobs that wait or failed; a healthy running job needs none.
+                troubled = update.state is JobState.RUNNING and any(pod_problem(p) for p in pods)
+                if update.state in (JobState.PENDING, JobState.FAILED) or troubled:
                     needs_events.setdefault(namespace, []).append(job)
 
         for namespace, members in needs_events.items():
