@@ -1095,6 +1095,12 @@ def run(
             return do_connect(args, console), args
         except HyperPodError as error:
             raise command_error(error) from None
+        except Exception as error:
+            if type(error).__name__ == "NoRegionError":  # botocore's, raised creating a client
+                raise CommandError(
+                    "no AWS region: pass --region or set AWS_REGION", EXIT_USAGE
+                ) from None
+            raise
     owned = session is None
     try:
         if args.verb == "doctor":

@@ -189,3 +189,25 @@ def test_results_are_python_objects(shell: Any, partition: Path) -> None:
     for value in (files, cluster, nodes, templates):
         data, _ = shell.display_formatter.format(value)
         assert data["text/html"].startswith('<div class="jp-hyperpod-result">')
+
+
+def test_connect_says_what_aws_needs(
+    shell: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for key in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+
+    with pytest.raises(UsageError, match="no AWS region: pass --region or set AWS_REGION"):
+        shell.run_line_magic("hyperpod", "connect")
+    with pytest.raises(UsageError, match="no AWS credentials for sagemaker:ListClusters"):
+        shell.run_line_magic("hyperpod", "connect --region us-east-1")
