@@ -5,6 +5,7 @@
  * job -> see an error message for an invalid field. Screenshots of each view go to docs/.
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import type { WebSocketRoute } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
 
@@ -180,6 +181,44 @@ test('files: open in JupyterLab, submit from its file browser', async ({ page })
   await expect(page.locator('#jp-hyperpod-view-submit')).toBeVisible();
   await expect(page.locator('#jp-hyperpod-param-script')).toHaveValue('project/train.py');
   await expect(page.locator('.jp-hyperpod-Preview-text')).toContainText('train.py');
+});
+
+test('logs: a dropped connection resumes from the last offset, telling the user', async ({
+  page
+}) => {
+  // Every log WebSocket goes through this route, which forwards it to the server unchanged.
+  const sockets: { url: string; route: WebSocketRoute }[] = [];
+  await page.routeWebSocket(/\/logs\/stream/, route => {
+    sockets.push({ url: route.url(), route });
+    route.connectToServer();
+  });
+  const name = `drop-${Date.now() % 100000}`;
+  const id = await submitByApi(page, name, 'project/train.py');
+  await openPanel(page);
+  await page.evaluate(
+    async ({ id }) => {
+      await (window as any).jupyterapp.commands.execute('hyperpod:open-job', { id, tab: 'logs' });
+    },
+    { id }
+  );
+  const job = page.locator(`.jp-hyperpod-JobView[data-job="${name}"]`);
+  const terminal = job.locator('.jp-hyperpod-Terminal .xterm-rows');
+  const status = job.locator('.jp-hyperpod-LogStatus');
+  await expect(terminal).toContainText('step 03/16');
+  expect(sockets).toHaveLength(1);
+
+  // The cluster drops the stream: the user is told, and it resumes where it stopped.
+  await sockets[0].route.close({ code: 4503, reason: 'cluster unreachable' });
+  await expect(status).toContainText('cannot be reached');
+  await expect(status).toContainText('Reconnecting');
+  await expect.poll(() => sockets.length).toBe(2);
+  const offset = Number(new URL(sockets[1].url).searchParams.get('offset'));
+  expect(offset).toBeGreaterThan(0);
+  await expect(status).toContainText('live');
+  await expect(terminal).toContainText('training finished', { timeout: 60000 });
+  const text = await terminal.innerText();
+  expect(text.split('step 03/16').length - 1).toBe(1);
+  expect(text.split('step 16/16').length - 1).toBe(1);
 });
 
 test('metrics: the curves of an MLflow run', async ({ page }) => {
