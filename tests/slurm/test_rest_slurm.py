@@ -26,7 +26,9 @@ DIST = textwrap.dedent(
     dist.all_reduce(total)
     print(f"rank={os.environ['RANK']} local_rank={os.environ['LOCAL_RANK']}"
           f" world_size={os.environ['WORLD_SIZE']} group_rank={dist.get_rank()} sum={int(total)}"
-          f" node={os.environ['SLURMD_NODENAME']} gpus={os.environ.get('CUDA_VISIBLE_DEVICES')}",
+          f" node={os.environ['SLURMD_NODENAME']} gpus={os.environ.get('CUDA_VISIBLE_DEVICES')}"
+          f" master={os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+          f" slurm_job={os.environ['SLURM_JOB_ID']}",
           flush=True)
     dist.destroy_process_group()
     """
@@ -155,7 +157,8 @@ async def test_two_nodes_two_gpus_each_all_ranks_in_the_followed_log(
     frames, _ = await api.follow(job["id"], timeout=120, rank="all")
 
     assert frames[-1] == {"type": "end", "state": "SUCCEEDED", "exit_code": 0}, frames[-3:]
-    nodes = {}
+    nodes: dict[int, str] = {}
+    masters: set[str] = set()
     for rank in range(4):
         line = next(
             line for line in log_text(frames, rank).splitlines() if line.startswith("rank=")
@@ -169,7 +172,11 @@ async def test_two_nodes_two_gpus_each_all_ranks_in_the_followed_log(
         )
         assert fields["gpus"] == "0,1"
         nodes[rank] = fields["node"]
+        masters.add(fields["master"])
     assert nodes[0] == nodes[1] != nodes[2] == nodes[3]
+    # The allocation's first node is the master; the port is derived from the Slurm job id.
+    assert masters == {f"{min(nodes.values())}:{20000 + int(job['backend_id']) % 20000}"}
+    assert nodes[0] == min(nodes.values())  # node rank 0 = SLURM_NODEID 0 = the first node
     done = (await api.get(f"jobs/{job['id']}")).body
     assert [(r["rank"], r["node"]) for r in done["ranks"]] == [(r, nodes[r]) for r in range(4)]
     assert slurm_state(job["backend_id"]) == "COMPLETED"
