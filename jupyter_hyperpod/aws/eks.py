@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import yaml
 
-from ..core.errors import InvalidRequest
+from ..core.errors import Forbidden, InvalidRequest
 from .calls import call
 
 TOKEN_PREFIX = "k8s-aws-v1."
@@ -30,12 +30,19 @@ def eks_token(sts: Any, cluster_name: str) -> tuple[str, datetime]:
     def add_cluster_header(request: Any, **_: Any) -> None:
         request.headers[CLUSTER_ID_HEADER] = cluster_name
 
+    import botocore.exceptions as bex
+
     event = "before-sign.sts.GetCallerIdentity"
     sts.meta.events.register(event, add_cluster_header)
     try:
         url = sts.generate_presigned_url(
             "get_caller_identity", Params={}, ExpiresIn=PRESIGN_SECONDS, HttpMethod="GET"
         )
+    except (bex.NoCredentialsError, bex.PartialCredentialsError, bex.CredentialRetrievalError) as exc:
+        raise Forbidden(
+            "no AWS credentials to presign sts:GetCallerIdentity for the EKS token of "
+            f"{cluster_name}: attach a role or set AWS_PROFILE ({exc})"
+        ) from exc
     finally:
         sts.meta.events.unregister(event, add_cluster_header)
     token = TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")

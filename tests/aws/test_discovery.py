@@ -302,3 +302,34 @@ def test_access_denied_names_the_permission(aws: str) -> None:
         eks.describe_eks(client, "hyperpod-eks")
     assert "eks:DescribeCluster" in error.value.message and "IAM permission" in error.value.message
     assert ACCOUNT in error.value.message
+
+
+def test_token_command_without_credentials_says_so(aws: str) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AWS_ACCESS") and not k.startswith("AWS_SECRET")
+    }
+    env.update({"PYTHONPATH": str(REPO), "AWS_EC2_METADATA_DISABLED": "true"})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter_hyperpod.aws",
+            "token",
+            "--cluster-name",
+            "hyperpod-eks",
+            "--region",
+            REGION,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        result.returncode == 2
+        and "sts:GetCallerIdentity" in result.stderr
+        and "credentials" in result.stderr
+    )
