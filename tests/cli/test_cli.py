@@ -178,13 +178,13 @@ def test_doctor_on_the_local_cluster(
     assert checks["partition"]["status"] == "pass"
     assert checks["Jupyter server"]["status"] == "skip"
 
-    partition.chmod(0o500)
-    try:
-        if os.access(partition, os.W_OK):
-            pytest.skip("running as a user that writes anywhere (root)")
-        broken = cli(jupyter_env, "doctor")
-    finally:
-        partition.chmod(0o700)
+    # A partition that is a file, not a directory: the check fails with its fix (even as root).
+    (fs_root / "not-a-dir").write_text("")
+    config_file = Path(jupyter_env["JUPYTER_CONFIG_DIR"]) / "jupyter_server_config.json"
+    config = json.loads(config_file.read_text())
+    config["HyperPodApp"]["partition"] = "not-a-dir"
+    config_file.write_text(json.dumps(config))
+    broken = cli(jupyter_env, "doctor")
     assert broken.returncode == 1 and "give this user write access" in broken.stdout
 
 

@@ -186,7 +186,9 @@ def test_results_are_python_objects(shell: Any, partition: Path) -> None:
     assert cluster.orchestrator == "local" and cluster.filesystem.partition == str(partition)
     assert len(nodes) == 1 and nodes[0].instance_type == "local"
     assert "script" in [t.name for t in templates]
-    for value in (files, cluster, nodes, templates):
+    report = shell.run_line_magic("hyperpod", "doctor")
+    assert report.ok and report["partition"].status == "pass" and report.orchestrator == "local"
+    for value in (files, cluster, nodes, templates, report):
         data, _ = shell.display_formatter.format(value)
         assert data["text/html"].startswith('<div class="jp-hyperpod-result">')
 
