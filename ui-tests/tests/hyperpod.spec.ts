@@ -31,10 +31,11 @@ async function showView(page: IJupyterLabPageFixture, view: string): Promise<voi
 async function submitByApi(
   page: IJupyterLabPageFixture,
   name: string,
-  script: string
+  script: string,
+  params: Record<string, unknown> = {}
 ): Promise<string> {
   const response = await page.request.post('/hyperpod/api/jobs', {
-    data: { name, template: 'script', params: { script } }
+    data: { name, template: 'script', params: { script, ...params } }
   });
   expect(response.status()).toBe(201);
   return (await response.json()).id;
@@ -120,6 +121,11 @@ test('the whole journey on the local cluster', async ({ page }) => {
     await job.getByRole('tab', { name: 'Details' }).click();
     await expect(job.locator('.jp-hyperpod-Details')).toContainText('Exit code');
     await shot(page, 'job-details.png');
+    // Resubmit opens the form prefilled, under a new name.
+    await job.getByRole('button', { name: /^Resubmit/ }).click();
+    await expect(page.locator('#jp-hyperpod-view-submit')).toBeVisible();
+    await expect(page.locator('#jp-hyperpod-param-script')).toHaveValue('project/train.py');
+    await expect(page.locator('#jp-hyperpod-param-name')).toHaveValue(`${jobName}-2`);
   });
 
   await test.step('cancel another running job', async () => {
@@ -219,6 +225,29 @@ test('logs: a dropped connection resumes from the last offset, telling the user'
   const text = await terminal.innerText();
   expect(text.split('step 03/16').length - 1).toBe(1);
   expect(text.split('step 16/16').length - 1).toBe(1);
+});
+
+test('logs: one rank or all ranks of a multi-rank job', async ({ page }) => {
+  const name = `ranks-${Date.now() % 100000}`;
+  const id = await submitByApi(page, name, 'project/train.py', { procs_per_node: 2 });
+  await openPanel(page);
+  await page.evaluate(
+    async ({ id }) => {
+      await (window as any).jupyterapp.commands.execute('hyperpod:open-job', { id, tab: 'logs' });
+    },
+    { id }
+  );
+  const job = page.locator(`.jp-hyperpod-JobView[data-job="${name}"]`);
+  const terminal = job.locator('.jp-hyperpod-Terminal .xterm-rows');
+  const rank = job.getByLabel('Rank', { exact: true });
+  await expect(rank.locator('option')).toHaveText([/Rank 0/, /Rank 1/, 'All ranks']);
+  await expect(terminal).toContainText('step 02/16');
+  await rank.selectOption({ label: 'All ranks' });
+  await expect(terminal).toContainText('[0] step');
+  await expect(terminal).toContainText('[1] step');
+  await rank.selectOption('1');
+  await expect(terminal).toContainText('training finished', { timeout: 60000 });
+  await expect(terminal).not.toContainText('[1]');
 });
 
 test('metrics: the curves of an MLflow run', async ({ page }) => {
