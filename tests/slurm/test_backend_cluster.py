@@ -139,7 +139,9 @@ def test_status_polling_is_one_query_for_all_jobs(
     wait_state(backend, tracked, {JobState.RUNNING, JobState.SUCCEEDED})
     backend.commands.history.clear()
     updates = backend.refresh([t.job for t in tracked if t.job.state == JobState.RUNNING])
-    assert [call[0] for call in backend.commands.history] in (["squeue"], ["squeue", "scontrol"])
+    assert [call[0] for call in backend.commands.history] == ["squeue"]
+    # Their output paths were asked once, when they started (one scontrol for all of them).
+    assert all(t.job.data["stdout_known"] for t in tracked if t.job.state == JobState.RUNNING)
     for t in tracked:
         t.apply(updates.get(t.job.id))
     ids = ",".join(t.job.backend_id or "" for t in tracked)
@@ -262,6 +264,8 @@ def test_jobs_see_the_file_system_elsewhere(
     cluster_root.unlink()  # from now on only this machine's paths work
 
     assert (tracked.job.state, tracked.exit_code) == (JobState.SUCCEEDED, 0)
+    assert tracked.job.data["stdout_known"]  # StdOut as scontrol said, '%%' and all
+    assert tracked.job.data["stdout"].startswith(str(cluster_root) + "/")
     assert "rank=0 world_size=2" in backend.log_reader(tracked.job, 0).read(0, 4096).decode()
     assert "rank=1 world_size=2" in backend.log_reader(tracked.job, 1).read(0, 4096).decode()
     forgotten = StoredJob(**{**tracked.job.__dict__, "backend_id": "987655"})

@@ -228,21 +228,14 @@ class SlurmOrchestrator(Orchestrator):
             raise BackendError(
                 f"sbatch did not print a job id: {done.stdout.strip()!r} {done.stderr.strip()!r}"
             )
-        stdout = output_path(launch.job_dir, slurm_id)
-        try:  # the real path, as Slurm expanded it (extra #SBATCH lines may have moved it)
-            shown = slurm_jobs.parse_scontrol_jobs(
-                self.commands.run("scontrol", ["-o", "show", "job", slurm_id]).stdout
-            ).get(slurm_id)
-            if shown and shown.stdout:
-                stdout = shown.stdout
-        except (BackendUnavailable, BackendError) as error:
-            self.log.warning("Slurm job %s: could not read its output path: %s", slurm_id, error)
         spec = launch.spec
         events = [f"submitted as Slurm job {slurm_id}"]
         events += [f"warning: {warning}" for warning in rendered.warnings]
         data: dict[str, Any] = {
             "slurm_id": slurm_id,
-            "stdout": stdout,
+            # Where the script sends it; Slurm's own word (StdOut) replaces it once the job runs.
+            "stdout": output_path(launch.job_dir, slurm_id),
+            "stdout_known": False,
             "job_dir": launch.job_dir,
             "job_dir_local": str(local_dir),
             "script": str(script),
@@ -297,15 +290,25 @@ class SlurmOrchestrator(Orchestrator):
         if done.returncode != 0 and "invalid job id" not in done.stderr.lower():
             raise _error_of("squeue", done)
         records = slurm_jobs.parse_squeue(done.stdout if done.returncode == 0 else "")
-        # Finished jobs need their exit code, and jobs gone from squeue their end: one more query.
-        wanted = [
+        # Finished jobs need their exit code, jobs gone from squeue their end, and jobs that have
+        # started their real output path (StdOut): one more query for all of them.
+        ended = [
             slurm_id for slurm_id in ids if slurm_id not in records or records[slurm_id].finished
         ]
-        if wanted:
-            for slurm_id, detail in self._finished_records(wanted).items():
+        started = [
+            slurm_id
+            for slurm_id in ids
+            if slurm_id in records
+            and records[slurm_id].state == JobState.RUNNING
+            and not ours[slurm_id].data.get("stdout_known")
+        ]
+        if ended or started:
+            for slurm_id, detail in self._details(ended, started).items():
                 # A record that lags (slurmdbd not told yet) never undoes an end squeue saw.
                 if detail.finished or slurm_id not in records:
                     records[slurm_id] = detail
+                else:
+                    records[slurm_id].stdout = detail.stdout
         updates = {}
         for slurm_id, job in ours.items():
             record = records.get(slurm_id)
@@ -314,9 +317,11 @@ class SlurmOrchestrator(Orchestrator):
                 updates[job.id] = update
         return updates
 
-    def _finished_records(self, ids: list[str]) -> dict[str, slurm_jobs.JobRecord]:
+    def _details(self, ended: list[str], started: list[str]) -> dict[str, slurm_jobs.JobRecord]:
+        """sacct (accounting on) for ended jobs; one scontrol for the rest and the started."""
+        ids = ended
         found: dict[str, slurm_jobs.JobRecord] = {}
-        if self.accounting_enabled():
+        if ended and self.accounting_enabled():
             done = self.commands.run(
                 "sacct",
                 ["-X", "-n", "-P", "-j", ",".join(ids), "-o", slurm_jobs.SACCT_FIELDS],
@@ -327,7 +332,7 @@ class SlurmOrchestrator(Orchestrator):
                 found = {k: v for k, v in rows if k in ids and v.finished}
             else:  # slurmdbd away or accounting off after all: the controller may still know
                 self.log.info("sacct failed, asking scontrol: %s", done.stderr.strip()[-200:])
-        missing = [slurm_id for slurm_id in ids if slurm_id not in found]
+        missing = [slurm_id for slurm_id in ids if slurm_id not in found] + started
         if missing:
             # scontrol takes one job id or none: one call for every job the controller still holds.
             args = ["-o", "show", "job"] + (missing if len(missing) == 1 else [])
@@ -346,13 +351,15 @@ class SlurmOrchestrator(Orchestrator):
             job.data.get("nodes"),
         )
         now = (record.slurm_state, record.reason, record.nodes or job.data.get("nodes"))
-        if state == job.state and now == previous and not state.finished:
+        new_path = bool(record.stdout) and not job.data.get("stdout_known")
+        if state == job.state and now == previous and not state.finished and not new_path:
             return None
         data: dict[str, Any] = {"slurm_state": record.slurm_state, "slurm_reason": record.reason}
         if record.nodes:
             data["nodes"] = record.nodes
         if record.stdout:
             data["stdout"] = record.stdout
+            data["stdout_known"] = True
         merged = {**job.data, **data}
         exit_code = record.exit_code
         if state.finished and exit_code is None:
