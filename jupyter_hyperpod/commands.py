@@ -1080,8 +1080,11 @@ def run(
     session_factory: Callable[[argparse.Namespace], Session] = open_session,
     cell: str | None = None,
     parser: Parser | None = None,
+    keep_session: bool = False,
 ) -> tuple[Outcome, argparse.Namespace]:
-    """Parse argv and run the verb. Raises CommandError (with its exit code) or HelpShown."""
+    """Parse argv and run the verb. Raises CommandError (with its exit code) or HelpShown.
+    A session made by session_factory is closed afterwards unless keep_session (the magics keep
+    theirs for the next call)."""
     parser = parser or build_parser()
     args = parser.parse_args(list(argv))
     if getattr(args, "json", False):
@@ -1101,7 +1104,7 @@ def run(
                     "no AWS region: pass --region or set AWS_REGION", EXIT_USAGE
                 ) from None
             raise
-    owned = session is None
+    owned = session is None and not keep_session
     try:
         if args.verb == "doctor":
             from .doctor import run_doctor

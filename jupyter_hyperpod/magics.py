@@ -58,12 +58,14 @@ class HyperPodMagics(Magics):
         console = Console(notes_to_err=False)
         parser = build_parser("%hyperpod" if cell is None else "%%hyperpod")
         try:
-            session = None
-            if argv and argv[0] not in ("-h", "--help"):
-                parsed = _peek(parser, argv)
-                if parsed is not None and parsed.verb not in ("connect", "doctor"):
-                    session = self._session_for(parsed)
-            outcome, args = run(argv, console=console, session=session, cell=cell, parser=parser)
+            outcome, args = run(
+                argv,
+                console=console,
+                session_factory=self._session_for,
+                keep_session=True,
+                cell=cell,
+                parser=parser,
+            )
         except HelpShown:
             return None
         except CommandError as error:
@@ -74,14 +76,6 @@ class HyperPodMagics(Magics):
             print(as_json(outcome.value))
             return None
         return outcome.value
-
-
-def _peek(parser: Any, argv: list[str]) -> Any:
-    """The parsed options when argv is valid (to pick the session); None lets `run` report errors."""
-    try:
-        return parser.parse_args(argv)
-    except (CommandError, HelpShown):
-        return None
 
 
 def register(ipython: Any) -> None:

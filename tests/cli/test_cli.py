@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -299,3 +301,20 @@ async def test_a_kernel_finds_its_server_and_an_interrupt_stops_only_the_follow(
     reply = await api.get(f"jobs/{job_id}")
     assert reply.body["state"] == "RUNNING"
     assert (await api.delete(f"jobs/{job_id}")).body["state"] == "CANCELLED"
+
+
+@pytest.mark.skipif(shutil.which("jupyter-hyperpod") is None, reason="the package is not installed")
+def test_jupyter_dispatches_to_the_console_script(jupyter_env: dict[str, str]) -> None:
+    done = subprocess.run(
+        ["jupyter", "hyperpod", "--help"],
+        env=jupyter_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        done.returncode == 0
+        and "usage: jupyter hyperpod" in done.stdout
+        and "exit codes:" in done.stdout
+    )
