@@ -374,6 +374,7 @@ class Session(Protocol):
     def follow(
         self, job_id: str, rank: RankArg, offsets: Mapping[int, int]
     ) -> Iterator[LogEvent]: ...
+    def partition_path(self) -> str: ...
     def close(self) -> None: ...
 
 
@@ -414,6 +415,9 @@ class ClientSession:
 
     def follow(self, job_id: str, rank: RankArg, offsets: Mapping[int, int]) -> Iterator[LogEvent]:
         return self.client.follow(job_id, rank=rank, offsets=offsets)
+
+    def partition_path(self) -> str:
+        return self.cluster().filesystem.partition
 
     def close(self) -> None:
         """Nothing to release: every call is its own request."""
@@ -458,6 +462,9 @@ class ServiceSession:
 
     def follow(self, job_id: str, rank: RankArg, offsets: Mapping[int, int]) -> Iterator[LogEvent]:
         return follow_service(self.service, job_id, rank, offsets)
+
+    def partition_path(self) -> str:
+        return str(self.service.partition.root)
 
     def close(self) -> None:
         self.service.close()
@@ -851,8 +858,7 @@ def build_submission(
     generic = _generic(args)
     sets = dict(args.set)
     positional = [args.script, *args.args] if args.script else list(args.args)
-    cluster = session.cluster()
-    context = SubmitContext(cluster.filesystem.partition, cwd or Path.cwd())
+    context = SubmitContext(session.partition_path(), cwd or Path.cwd())
 
     if cell is not None:
         if args.template or args.spec:
