@@ -4,8 +4,8 @@
 
 Starts the project's Slurm test cluster (scripts/slurm-test-cluster.sh) unless one is running, and
 a Jupyter server with the extension driving it; then times
-  - submit: `POST /hyperpod/api/jobs` (validation, sbatch script, `sbatch --parsable`, the job's
-    output path from `scontrol`, the job store) vs a raw `sbatch --parsable --wrap true`;
+  - submit: `POST /hyperpod/api/jobs` (validation, the sbatch script written to the job directory,
+    `sbatch --parsable`, the job store) and the backend alone vs `sbatch --parsable --wrap true`;
   - nodes: `GET /hyperpod/api/nodes` (`sinfo --json` parsed into nodes) vs raw `sinfo --json` and
     `sinfo -N`;
   - status: the backend's refresh of 20 queued jobs (one squeue) vs one `squeue -j` per job.
@@ -147,7 +147,7 @@ class Direct:
         self.count = 0
 
     def submit(self, command: list[str]) -> object:
-        """One job (sbatch, then scontrol for its output path); returns it as the service keeps it."""
+        """One job (the script, then sbatch); returns it as the service keeps it."""
         from jupyter_hyperpod.backends.base import Launch, StoredJob
         from jupyter_hyperpod.core.models import JobSpec
 
@@ -179,6 +179,11 @@ class Direct:
         """One batched refresh of `jobs` queued jobs vs one `squeue -j` per job."""
         stored = [self.submit(["sleep", "300"]) for _ in range(jobs)]
         ids = [job.backend_id for job in stored]  # type: ignore[attr-defined]
+        time.sleep(2)  # let them start, and keep what the first refresh learns, as the service does
+        for job_id, update in self.backend.refresh(stored).items():  # type: ignore[arg-type]
+            job = next(job for job in stored if job.id == job_id)  # type: ignore[attr-defined]
+            job.state = update.state or job.state  # type: ignore[attr-defined]
+            job.data.update(update.data or {})  # type: ignore[attr-defined]
 
         def one_by_one() -> None:
             for slurm_id in ids:
