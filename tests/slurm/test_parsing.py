@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_hyperpod.backends.base import Launch
 from jupyter_hyperpod.backends.slurm import jobs, nodes
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.backends.slurm.commands import (
@@ -16,8 +17,8 @@ from jupyter_hyperpod.backends.slurm.commands import (
     command_error,
     parse_controllers,
 )
-from jupyter_hyperpod.core.errors import BackendError, BackendUnavailable
-from jupyter_hyperpod.core.models import JobState
+from jupyter_hyperpod.core.errors import BackendError, BackendUnavailable, InvalidRequest
+from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
 SINFO_JSON = {
@@ -312,3 +313,48 @@ def test_sinfo_without_json_falls_back_to_text_for_good(tmp_path: Path) -> None:
             1,
         )
     assert [line.split()[0] for line in calls.read_text().splitlines()] == ["--json", "-N", "-N"]
+
+
+@pytest.mark.parametrize(
+    ("refusal", "field", "words"),
+    [
+        (
+            "Batch job submission failed: Invalid partition name specified",
+            "queue",
+            "(partitions: a, b)",
+        ),
+        (
+            "Batch job submission failed: Requested node configuration is not available",
+            "gpus_per_node",
+            "2 rank(s) and 9 GPU(s) per node",
+        ),
+        ("Invalid generic resource (gres) specification", "gpus_per_node", "no GPUs as a generic"),
+    ],
+)
+def test_sbatch_refusals_name_the_field(
+    tmp_path: Path, refusal: str, field: str, words: str
+) -> None:
+    bin_dir = tmp_path / "bin"
+    fake_scontrol(bin_dir, 1)
+    for name, body in (
+        ("sbatch", f'echo "sbatch: error: {refusal}" >&2; exit 1'),
+        ("sinfo", "printf 'a\\nb\\na\\n'"),
+    ):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
+    backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir))
+    spec = JobSpec(name="a", command=["x"], procs_per_node=2, gpus_per_node=9, queue="nope")
+    job_dir = tmp_path / "job"
+    launch = Launch(
+        job_id="a-1",
+        spec=spec,
+        user="alice",
+        command=["x"],
+        workdir=str(tmp_path),
+        job_dir=str(job_dir),
+        job_dir_local=job_dir,
+    )
+    with pytest.raises(InvalidRequest) as raised:
+        backend.submit(launch)
+    assert raised.value.field == field and words in raised.value.message

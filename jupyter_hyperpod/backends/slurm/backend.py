@@ -264,6 +264,12 @@ class SlurmOrchestrator(Orchestrator):
                 known = []
             listed = f" (partitions: {', '.join(sorted(set(known)))})" if known else ""
             return InvalidRequest(f"Slurm has no partition '{partition}'{listed}", field="queue")
+        if "invalid generic resource" in message.lower() and spec.gpus_per_node:
+            return InvalidRequest(
+                "this Slurm cluster has no GPUs as a generic resource (GRES): ask for 0 GPUs per "
+                f"node and the nodes' own GPUs, or use c.SlurmOrchestrator.gpu_option ({message})",
+                field="gpus_per_node",
+            )
         if "requested node configuration is not available" in message.lower():
             asked = f"{spec.procs_per_node} rank(s)" + (
                 f" and {spec.gpus_per_node} GPU(s)" if spec.gpus_per_node else ""
