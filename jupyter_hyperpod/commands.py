@@ -1031,13 +1031,12 @@ def do_connect(args: argparse.Namespace, console: Console) -> Outcome:
             [c.get("name"), c.get("orchestrator") or "?", c.get("status"), c.get("arn")]
             for c in clusters
         ]
-        return Outcome(
-            Table(
-                ["cluster", "orchestrator", "status", "arn"],
-                rows,
-                notes=["connect to an EKS cluster with: connect CLUSTER"],
-            )
+        table = Table(
+            ["cluster", "orchestrator", "status", "arn"],
+            rows,
+            notes=["connect to an EKS cluster with: connect CLUSTER"],
         )
+        return Outcome(TableResult(table, clusters))
     result = discovery.connect(
         args.cluster,
         region=args.region,
@@ -1055,13 +1054,13 @@ def do_connect(args: argparse.Namespace, console: Console) -> Outcome:
             "restart Jupyter if it started with another backend)"
         ],
     )
-    return Outcome(_Connected(table, result))
+    return Outcome(TableResult(table, result))
 
 
-class _Connected:
-    """The connect result: shows as a table, is a dict for scripts."""
+class TableResult:
+    """A table for people; `.result` (and --json) is the data for scripts."""
 
-    def __init__(self, table: Table, result: dict[str, Any]) -> None:
+    def __init__(self, table: Table, result: Any) -> None:
         self._table = table
         self.result = result
 
@@ -1074,7 +1073,7 @@ class _Connected:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(str(self._table))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Any:
         return self.result
 
 
