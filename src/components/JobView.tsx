@@ -27,6 +27,8 @@ export interface IJobViewProps {
   cancelJob: (job: IJob) => Promise<IJob | null>;
   resubmitJob: (job: IJob) => void;
   onJob?: (job: IJob) => void;
+  /** Whether the job's tab is shown: its polls stand by while it is not. */
+  isVisible?: () => boolean;
 }
 
 function Details(props: { job: IJob }): JSX.Element {
@@ -145,9 +147,13 @@ export function JobView(props: IJobViewProps): JSX.Element {
       throw reason;
     }
   };
-  const refresh = usePoll(load, model.settings.refreshInterval, running, [
-    job.id
-  ]);
+  const refresh = usePoll(
+    load,
+    model.settings.refreshInterval,
+    running,
+    [job.id],
+    props.isVisible
+  );
 
   const select = (next: JobTab) => {
     setTab(next);
@@ -246,6 +252,7 @@ export function JobView(props: IJobViewProps): JSX.Element {
                 jobId={job.id}
                 running={running}
                 refreshInterval={model.settings.refreshInterval}
+                isVisible={props.isVisible}
               />
             ))}
         </div>

@@ -22,7 +22,14 @@ export class JobWidget extends ReactWidget {
   }
 
   render(): JSX.Element {
-    return <JobView key={this._serial} {...this._props} onJob={this._onJob} />;
+    return (
+      <JobView
+        key={this._serial}
+        {...this._props}
+        onJob={this._onJob}
+        isVisible={this._isVisible}
+      />
+    );
   }
 
   private _onJob = (job: IJob) => {
@@ -30,5 +37,6 @@ export class JobWidget extends ReactWidget {
     this._props = { ...this._props, job };
   };
 
+  private _isVisible = () => this.isVisible;
   private _serial = 0;
 }

@@ -113,6 +113,7 @@ export function MetricsView(props: {
   jobId: string;
   running: boolean;
   refreshInterval: number;
+  isVisible?: () => boolean;
 }): JSX.Element {
   const [metrics, setMetrics] = React.useState<IJobMetrics | null>(null);
   const [error, setError] = React.useState<ApiError | null>(null);
@@ -131,9 +132,13 @@ export function MetricsView(props: {
   React.useEffect(() => {
     load().catch(() => undefined);
   }, [props.jobId, props.running]);
-  const refresh = usePoll(load, props.refreshInterval, props.running, [
-    props.jobId
-  ]);
+  const refresh = usePoll(
+    load,
+    props.refreshInterval,
+    props.running,
+    [props.jobId],
+    props.isVisible
+  );
 
   const names = metrics ? sortMetricNames(Object.keys(metrics.metrics)) : [];
   return (

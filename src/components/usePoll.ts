@@ -2,15 +2,19 @@ import { Poll } from '@lumino/polling';
 import * as React from 'react';
 
 /**
- * Run `factory` every `seconds` with a Lumino Poll that stands by while the page is hidden and
- * stops once `active` is false. Returns a function that refreshes now.
+ * Run `factory` every `seconds` with a Lumino Poll that stands by while the page (or, with
+ * `isVisible`, the widget) is hidden and stops once `active` is false. Returns a function that
+ * refreshes now.
  */
 export function usePoll(
   factory: () => Promise<void>,
   seconds: number,
   active: boolean,
-  deps: React.DependencyList
+  deps: React.DependencyList,
+  isVisible?: () => boolean
 ): () => void {
+  const visibleRef = React.useRef(isVisible);
+  visibleRef.current = isVisible;
   const pollRef = React.useRef<Poll | null>(null);
   const factoryRef = React.useRef(factory);
   factoryRef.current = factory;
@@ -26,7 +30,8 @@ export function usePoll(
         backoff: true,
         max: Math.max(60000, interval * 6)
       },
-      standby: 'when-hidden',
+      standby: () =>
+        (visibleRef.current ? !visibleRef.current() : false) || 'when-hidden',
       name: 'jupyter-hyperpod:job'
     });
     pollRef.current = poll;
