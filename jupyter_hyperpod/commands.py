@@ -111,7 +111,10 @@ def exit_code_for(error: HyperPodError) -> int:
 
 
 def command_error(error: HyperPodError) -> CommandError:
-    return CommandError(error.message, exit_code_for(error))
+    message = error.message
+    if error.field and error.field.startswith("params.") and "--set" not in message:
+        message += f" (--set {error.field.removeprefix('params.')}=VALUE)"
+    return CommandError(message, exit_code_for(error))
 
 
 # -- the parser --------------------------------------------------------------------------------------

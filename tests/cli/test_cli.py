@@ -92,7 +92,8 @@ def test_usage_errors_and_not_found(jupyter_env: dict[str, str], steps_script: P
         "nodes=many",
     )
     assert (
-        bad_param.returncode == 2 and "Nodes must be a whole number, not 'many'" in bad_param.stderr
+        bad_param.returncode == 2
+        and "Nodes must be a whole number, not 'many' (--set nodes=VALUE)" in bad_param.stderr
     )
 
     unknown = cli(jupyter_env, "launch")
