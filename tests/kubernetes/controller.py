@@ -170,10 +170,28 @@ class JobRunner(threading.Thread):
             }
         )
         status: dict[str, Any] = {"conditions": self.conditions, **extra}
-        with contextlib.suppress(client.ApiException):
-            self.ctl.custom.patch_namespaced_custom_object_status(
-                self.group, self.version, self.namespace, self.plural, self.name, {"status": status}
-            )
+        self.retry(
+            self.ctl.custom.patch_namespaced_custom_object_status,
+            self.group,
+            self.version,
+            self.namespace,
+            self.plural,
+            self.name,
+            {"status": status},
+        )
+
+    def retry(self, fn: Any, *args: Any) -> Any:
+        """Like a kubelet: keep trying while the API server is down; give up on API refusals."""
+        while not self.ctl.stopping.is_set():
+            try:
+                return fn(*args)
+            except client.ApiException as exc:
+                if exc.status:
+                    return None  # deleted meanwhile
+            except Exception:
+                pass
+            time.sleep(0.1)
+        return None
 
     def pod_status(self, rank: int, phase: str, state: dict[str, Any], **extra: Any) -> None:
         container = {
@@ -192,10 +210,12 @@ class JobRunner(threading.Thread):
         if "last_state" in extra:
             container["lastState"] = extra.pop("last_state")
         status = {"phase": phase, "containerStatuses": [container], "hostIP": "10.0.0.1", **extra}
-        with contextlib.suppress(client.ApiException):
-            self.ctl.core.patch_namespaced_pod_status(
-                self.pods[rank], self.namespace, {"status": status}
-            )
+        self.retry(
+            self.ctl.core.patch_namespaced_pod_status,
+            self.pods[rank],
+            self.namespace,
+            {"status": status},
+        )
         self.container_ids[rank] = container.get("containerID")
 
     def event(self, obj_name: str, kind: str, reason: str, message: str) -> None:

@@ -173,6 +173,8 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
     logs: LogStore = attrs.field(factory=LogStore)
     token_check: Callable[[str], bool] | None = None
     denied_resources: set[str] = attrs.field(factory=set)
+    serving: bool = True
+    """False while the server is being stopped: open log streams end (the connection drops)."""
     _versions: Any = attrs.field(factory=lambda: itertools.count(1))
 
     def __attrs_post_init__(self) -> None:
@@ -330,7 +332,7 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         if data:
             await response.write(data)
         follow = request.params.get("follow") == "true"
-        while follow and not done:
+        while follow and not done and self.serving:
             await asyncio.sleep(0.01)
             step = self.logs.read(namespace, pod, offset, previous)
             if step is None:
@@ -370,6 +372,7 @@ class EmulatorThread:
     def start_server(self) -> None:
         async def enter() -> None:
             assert self.emulator is not None
+            self.emulator.serving = True
             kwargs = {"port": self.port} if self.port else {}
             self.server = kmock.Server(self.emulator, **kwargs)
             await self.server.__aenter__()
@@ -380,6 +383,8 @@ class EmulatorThread:
     def stop_server(self) -> None:
         async def leave() -> None:
             if self.server is not None:
+                assert self.emulator is not None
+                self.emulator.serving = False
                 await self.server.__aexit__(None, None, None)
                 self.server = None
 

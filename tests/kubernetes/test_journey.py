@@ -281,3 +281,25 @@ def test_several_ranks_per_pod_are_split_by_rank(
         reader.close()
     with pytest.raises(NotFound):
         backend.log_reader(job, 6)
+
+
+def test_a_late_reader_gets_the_log_from_before_the_restart(
+    backend: KubernetesOrchestrator, fs_root: Path
+) -> None:
+    launch = make_launch(
+        fs_root,
+        "late",
+        nodes=2,
+        auto_resume=True,
+        max_retries=3,
+        env={"FAKE_RESTART_RANK": "0", "FAKE_STEPS": "40", "FAKE_STEP_SECONDS": "0.05"},
+    )
+    job = stored(launch, backend.submit(launch))
+    wait_for(lambda: (u := backend.refresh([job])[job.id]).ranks and u.ranks[0].restarts == 1)
+    reader = backend.log_reader(job, 0)
+    lines = follow_until(reader, "rank 0/2 done", timeout=30).splitlines()
+    crash = lines.index("rank 0/2 NCCL error: unhandled system error")
+    assert lines[:crash] == [f"rank 0/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(21)]
+    assert lines[crash + 1].startswith("[jupyter-hyperpod] worker 0 restarted")
+    assert lines[crash + 2] == "rank 0/2 resumed from checkpoint at step 20"
+    reader.close()

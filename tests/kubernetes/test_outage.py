@@ -8,11 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import config as k8s_config
 
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.core.errors import BackendUnavailable, Forbidden
+from jupyter_hyperpod.core.models import JobState
 
-from .conftest import make_launch, make_settings, node_object
+from .conftest import make_launch, make_settings, node_object, stored, wait_for, wait_state
+from .controller import Controller
 from .emulator import EmulatorThread
 
 
@@ -84,3 +87,40 @@ def test_403_names_what_was_refused(fresh: EmulatorThread, fs_root: Path, tmp_pa
     fresh.emulator.denied_resources.clear()
     assert backend.submit(launch).backend_id == launch.job_id
     backend.close()
+
+
+def test_log_follow_survives_an_api_outage(fs_root: Path, tmp_path: Path) -> None:
+    """The stream is cut while the API server is down; the follower reconnects, skips what it
+    already has of that container, and the log ends complete, with no line twice."""
+    emulator = EmulatorThread()
+    emulator.start()
+    assert emulator.emulator is not None
+    kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    api = k8s_config.new_client_from_config(str(kubeconfig))
+    controller = Controller(api, emulator.emulator.logs, ["hyperpod-i-00000", "hyperpod-i-00001"])
+    controller.start()
+    backend = KubernetesOrchestrator(settings=make_settings(fs_root, kubeconfig))
+    try:
+        launch = make_launch(
+            fs_root, "outage", nodes=2, env={"FAKE_STEPS": "30", "FAKE_STEP_SECONDS": "0.1"}
+        )
+        job = stored(launch, backend.submit(launch))
+        reader = backend.log_reader(job, 1)
+        wait_for(lambda: b"step 5 " in reader.read(0, 1 << 20))
+        emulator.stop_server()
+        time.sleep(1.0)
+        with pytest.raises(BackendUnavailable):
+            backend.refresh([job])
+        emulator.start_server()
+        wait_state(backend, job, JobState.SUCCEEDED, timeout=60)
+        text = reader.read(0, 1 << 20).decode()
+        lines = text.splitlines()
+        assert lines == [f"rank 1/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(30)] + [
+            "rank 1/2 done"
+        ]
+        reader.close()
+    finally:
+        backend.close()
+        controller.stop()
+        api.close()
+        emulator.stop()

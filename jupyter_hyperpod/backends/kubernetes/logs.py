@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import HyperPodError, NotFound
+from ...core.errors import BackendError, HyperPodError, NotFound
 from ..base import FileLogReader
 from .client import CONNECT_TIMEOUT, KubeClient
 from .jobs import main_container_status
@@ -212,9 +212,13 @@ class PodLogFollower:
         uid = (pod.get("metadata") or {}).get("uid") or (pod.get("metadata") or {}).get("name")
         key = [uid, status.get("containerID") or int(status.get("restartCount") or 0)]
         if key != self._key:
-            if self._key is not None:
-                restarts = int(status.get("restartCount") or 0)
-                name = (pod.get("metadata") or {}).get("name")
+            restarts = int(status.get("restartCount") or 0)
+            name = (pod.get("metadata") or {}).get("name")
+            if self._key is None and restarts > 0:
+                # The container restarted before we first looked: its predecessor's log is only
+                # available as `previous` (Kubernetes keeps one).
+                self._fetch_previous(pod, out)
+            if self._key is not None or restarts > 0:
                 out.write(
                     f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})\n".encode()
                 )
@@ -232,6 +236,27 @@ class PodLogFollower:
             # Nothing new (the container is ending, or its status lags): do not spin on the API.
             self._wait(min(self.poll_interval, 0.25))
         return False
+
+    def _fetch_previous(self, pod: dict[str, Any], out: Any) -> None:
+        name = (pod.get("metadata") or {}).get("name")
+        try:
+            response = self.kube.call(
+                f"read the previous log of pod {name}",
+                self.kube.core.read_namespaced_pod_log,
+                name,
+                self.namespace,
+                container=self.container,
+                previous=True,
+                _preload_content=False,
+            )
+        except (NotFound, BackendError):
+            return  # none kept (400 from the API): nothing to add
+        try:
+            for chunk in response.stream(CHUNK, decode_content=True):
+                out.write(chunk)
+            out.flush()
+        finally:
+            response.release_conn()
 
     def _stream(self, pod: dict[str, Any], out: Any) -> None:
         name = (pod.get("metadata") or {}).get("name")
