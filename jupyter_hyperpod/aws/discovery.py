@@ -13,7 +13,7 @@ from typing import Any, Literal
 from ..core.errors import HyperPodError, InvalidRequest
 from . import eks as eks_mod
 from . import fsx as fsx_mod
-from . import hyperpod
+from . import hyperpod, studio
 from .calls import describe_error, session
 
 log = logging.getLogger(__name__)
@@ -98,14 +98,16 @@ def cluster_details(
     region: str = "",
     fsx_file_system_id: str = "",
     shared_fs_root: str = "",
+    studio_metadata_path: str = "",
 ) -> dict[str, Any]:
     """AWS facts for `GET cluster` (HyperPod cluster and FSx); {} when nothing points at AWS.
     Errors are reported in the result, never raised: the cluster view must still load."""
     fs_id = fsx_file_system_id or fsx_mod.file_system_id_from_path(shared_fs_root) or ""
     eks_match = EKS_ARN.match(context or "")
-    if not (hyperpod_cluster or eks_match or fs_id):
+    in_studio = bool(studio_metadata_path) and os.path.exists(studio_metadata_path)
+    if not (hyperpod_cluster or eks_match or fs_id or in_studio):
         return {}
-    key = (hyperpod_cluster, context, region, fs_id)
+    key = (hyperpod_cluster, context, region, fs_id, in_studio)
     cached = _CACHE.get(key)
     if cached and time.monotonic() - cached[0] < CACHE_SECONDS:
         return cached[1]
@@ -140,6 +142,10 @@ def cluster_details(
                     }
             except HyperPodError as exc:
                 details["hyperpod_error"] = describe_error(exc)
+        if in_studio:
+            # The user profile's FSx path is the user's partition (e.g. /Data-Scientist).
+            details["studio"] = studio.studio_context(studio_metadata_path, aws.client("sagemaker"))
+            fs_id = fs_id or (details["studio"] or {}).get("fsx_id") or ""
         if fs_id:
             try:
                 details["fsx"] = fsx_mod.describe_fsx(aws.client("fsx"), fs_id)

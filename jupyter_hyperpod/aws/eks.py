@@ -38,7 +38,11 @@ def eks_token(sts: Any, cluster_name: str) -> tuple[str, datetime]:
         url = sts.generate_presigned_url(
             "get_caller_identity", Params={}, ExpiresIn=PRESIGN_SECONDS, HttpMethod="GET"
         )
-    except (bex.NoCredentialsError, bex.PartialCredentialsError, bex.CredentialRetrievalError) as exc:
+    except (
+        bex.NoCredentialsError,
+        bex.PartialCredentialsError,
+        bex.CredentialRetrievalError,
+    ) as exc:
         raise Forbidden(
             "no AWS credentials to presign sts:GetCallerIdentity for the EKS token of "
             f"{cluster_name}: attach a role or set AWS_PROFILE ({exc})"

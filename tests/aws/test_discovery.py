@@ -271,6 +271,9 @@ def test_studio_metadata_picks_user_and_partition(aws: str, tmp_path: Path) -> N
         "partition": "/Data-Scientist",
     }
     assert studio.studio_context(str(tmp_path / "missing.json"), None) is None
+    details = discovery.cluster_details(studio_metadata_path=str(metadata), region=REGION)
+    assert details["studio"]["partition"] == "/Data-Scientist"
+    assert details["fsx"]["id"] == "fs-0123456789abcdef0" and "error" in details["fsx"]
 
 
 def test_missing_credentials_name_the_call(aws: str, monkeypatch: pytest.MonkeyPatch) -> None:

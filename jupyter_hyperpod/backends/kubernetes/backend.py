@@ -172,6 +172,7 @@ class KubernetesOrchestrator(Orchestrator):
             region=self.aws_region,
             fsx_file_system_id=self.fsx_file_system_id,
             shared_fs_root=getattr(self.settings, "shared_fs_root", ""),
+            studio_metadata_path=getattr(self.settings, "studio_metadata_path", ""),
         )
 
     @property
