@@ -4,7 +4,15 @@ import {
   fileIcon,
   folderIcon,
   homeIcon,
-  runIcon
+  imageIcon,
+  jsonIcon,
+  LabIcon,
+  markdownIcon,
+  notebookIcon,
+  pythonIcon,
+  runIcon,
+  terminalIcon,
+  yamlIcon
 } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
@@ -20,6 +28,23 @@ import { ApiError } from '../handler';
 import { asApiError, HyperpodModel } from '../model';
 import { FileSort, IFileEntry, IFileListing } from '../models';
 import { ErrorMessage, IconButton, Loading, RefreshButton } from './common';
+
+const ICONS: [RegExp, LabIcon][] = [
+  [/\.py$/i, pythonIcon],
+  [/\.ipynb$/i, notebookIcon],
+  [/\.(md|markdown)$/i, markdownIcon],
+  [/\.(json|jsonl)$/i, jsonIcon],
+  [/\.(ya?ml)$/i, yamlIcon],
+  [/\.(sh|bash|sbatch)$/i, terminalIcon],
+  [/\.(png|jpe?g|gif|svg)$/i, imageIcon]
+];
+
+function iconFor(entry: IFileEntry): LabIcon {
+  if (entry.type === 'directory') {
+    return folderIcon;
+  }
+  return ICONS.find(([pattern]) => pattern.test(entry.name))?.[1] ?? fileIcon;
+}
 
 export interface IFilesViewProps {
   model: HyperpodModel;
@@ -172,7 +197,7 @@ export function FilesView(props: IFilesViewProps): JSX.Element {
               const full = joinPath(listing.path, entry.name);
               const script =
                 entry.type !== 'directory' && isSubmittable(entry.name);
-              const Icon = entry.type === 'directory' ? folderIcon : fileIcon;
+              const Icon = iconFor(entry);
               return (
                 <div
                   key={entry.name}

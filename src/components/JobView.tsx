@@ -31,6 +31,24 @@ export interface IJobViewProps {
   isVisible?: () => boolean;
 }
 
+/** How long the job has run, ticking every second while it runs. */
+function Elapsed(props: {
+  started: number;
+  ended: number | null;
+}): JSX.Element {
+  const [, setNow] = React.useState(0);
+  React.useEffect(() => {
+    if (props.ended !== null) {
+      return;
+    }
+    const id = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(id);
+  }, [props.ended]);
+  return (
+    <span title="Run time">{jobDuration(props.started, props.ended)}</span>
+  );
+}
+
 function Details(props: { job: IJob }): JSX.Element {
   const { job } = props;
   const spec = job.spec;
@@ -172,7 +190,14 @@ export function JobView(props: IJobViewProps): JSX.Element {
         <StateBadge state={job.state} title={job.state_reason ?? undefined} />
         <span className="jp-hyperpod-JobHeader-sub">
           {resources(job)}
-          {job.started ? ` · ${jobDuration(job.started, job.ended)}` : ''}
+          {job.started ? (
+            <>
+              {' · '}
+              <Elapsed started={job.started} ended={job.ended} />
+            </>
+          ) : (
+            ''
+          )}
         </span>
         <span className="jp-hyperpod-Spacer" />
         {running && (capabilities?.cancel ?? true) && (
