@@ -421,7 +421,22 @@ class KubernetesOrchestrator(Orchestrator):
         fallback.mkdir(parents=True, exist_ok=True)
         return fallback
 
-    def _find_pod(self, namespace: str, name: str, rank: int) -> dict[str, Any] | None:
+    def _find_pod(
+        self, namespace: str, name: str, rank: int, kind: str = ""
+    ) -> dict[str, Any] | None:
+        if kind == "PyTorchJob":
+            # The training operator names worker pods <job>-worker-<index>: one read, not a list.
+            try:
+                pod = self.kube.call_json(
+                    f"read pod {name}-worker-{rank}",
+                    self.kube.core.read_namespaced_pod,
+                    f"{name}-worker-{rank}",
+                    namespace,
+                )
+            except NotFound:
+                pod = None
+            if pod and job_name_of_pod(pod) == name:
+                return pod  # type: ignore[no-any-return]
         pods = self._list_all(
             f"list the pods of job {name}",
             self.kube.core.list_namespaced_pod,
@@ -469,6 +484,7 @@ class KubernetesOrchestrator(Orchestrator):
             if follower is None or (not follower.alive and not follower.done):
                 namespace = self._namespace_of(job)
                 name = job.backend_id
+                kind = self._kind_of(job)[3]
                 spool_dir = self._spool_dir(job)
                 rank_paths = (
                     [spool_dir / f"rank-{worker * per_pod + local}.log" for local in range(per_pod)]
@@ -480,7 +496,7 @@ class KubernetesOrchestrator(Orchestrator):
                     namespace=namespace,
                     container=CONTAINER,
                     spool=spool_dir / f"worker-{worker}.log",
-                    find_pod=lambda: self._find_pod(namespace, name, worker),
+                    find_pod=lambda: self._find_pod(namespace, name, worker, kind),
                     job_over=lambda: self._job_over(job),
                     label=f"worker {worker}",
                     rank_paths=rank_paths,

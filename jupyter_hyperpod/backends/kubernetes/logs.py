@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 # A quiet training step can take minutes; a cut connection is noticed after this many seconds.
 STREAM_READ_TIMEOUT = 120.0
-CHUNK = 64 * 1024
+CHUNK = 256 * 1024
 # torchrun --tee=3 prefixes each local rank's lines with "[<role><local_rank>]:" (role "default").
 LOCAL_RANK_PREFIX = re.compile(rb"^\[[A-Za-z_-]*?(\d+)\]:")
 
