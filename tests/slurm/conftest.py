@@ -20,6 +20,7 @@ import pytest
 
 from jupyter_hyperpod.backends.base import JobUpdate, Launch, StoredJob
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+from jupyter_hyperpod.core.errors import BackendUnavailable
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
@@ -173,6 +174,8 @@ def wait_state(
     tracked: Tracked | list[Tracked],
     states: set[JobState],
     timeout: float = 60,
+    *,
+    through_outage: bool = False,
 ) -> None:
     """Poll like the service does (one batched refresh for all) until every job is in `states`."""
     jobs = tracked if isinstance(tracked, list) else [tracked]
@@ -181,7 +184,12 @@ def wait_state(
         pending = [t for t in jobs if t.job.state not in states]
         if not pending:
             return
-        updates = backend.refresh([t.job for t in pending])
+        try:
+            updates = backend.refresh([t.job for t in pending])
+        except BackendUnavailable:
+            if not through_outage or time.monotonic() > deadline:
+                raise
+            updates = {}  # slurmctld still settling after a restart
         for t in pending:
             t.apply(updates.get(t.job.id))
         if time.monotonic() > deadline:

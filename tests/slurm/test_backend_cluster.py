@@ -212,7 +212,9 @@ def test_controller_restart_during_a_job(
     assert tracked.job.state == JobState.RUNNING
     time.sleep(7)  # the job ends while the controller is away
     controller_outage.start()
-    wait_state(backend, tracked, {JobState.SUCCEEDED, JobState.FAILED}, timeout=90)
+    wait_state(
+        backend, tracked, {JobState.SUCCEEDED, JobState.FAILED}, timeout=120, through_outage=True
+    )
     assert (tracked.job.state, tracked.exit_code) == (JobState.SUCCEEDED, 0)
     assert "rank=1 world_size=2" in backend.log_reader(tracked.job, 1).read(0, 4096).decode()
 
