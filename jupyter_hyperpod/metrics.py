@@ -25,8 +25,12 @@ def _find_run(client: Any, job_id: str) -> Any | None:
         return None
     safe = job_id.replace("'", "")
     for tag in (JOB_ID_TAG, EVAL_JOB_ID_TAG):
-        runs = client.search_runs(experiments, filter_string=f"tags.`{tag}` = '{safe}'",
-                                  order_by=["attributes.start_time DESC"], max_results=1)
+        runs = client.search_runs(
+            experiments,
+            filter_string=f"tags.`{tag}` = '{safe}'",
+            order_by=["attributes.start_time DESC"],
+            max_results=1,
+        )
         if runs:
             return runs[0]
     return None
@@ -65,8 +69,10 @@ def read_job_metrics(tracking_uri: str | None, job_id: str) -> JobMetrics:
         for key in sorted(run.data.metrics):
             history = client.get_metric_history(run.info.run_id, key)
             points = sorted(
-                (MetricPoint(step=m.step, value=m.value, timestamp=m.timestamp / 1000.0)
-                 for m in history),
+                (
+                    MetricPoint(step=m.step, value=m.value, timestamp=m.timestamp / 1000.0)
+                    for m in history
+                ),
                 key=lambda p: (p.step, p.timestamp),
             )
             metrics[key] = _downsample(points, MAX_POINTS_PER_METRIC)

@@ -23,17 +23,39 @@ from .qlora import (
 )
 
 EVAL_OVERRIDES = [
-    TemplateParam(name="output_dir", title="Training output directory", type="path",
-                  group="training", description="Where the training job wrote its adapter "
-                  "(overrides the config)"),
-    TemplateParam(name="eval_max_samples", title="Test examples", type="integer", minimum=1,
-                  group="training", description="Evaluate the first N test examples"),
-    TemplateParam(name="max_new_tokens", title="Max new tokens", type="integer", minimum=1,
-                  maximum=32768, group="training"),
-    TemplateParam(name="eval_base", title="Also score the base model", type="boolean",
-                  group="training"),
-    TemplateParam(name="per_device_eval_batch_size", title="Batch size", type="integer",
-                  minimum=1, group="training"),
+    TemplateParam(
+        name="output_dir",
+        title="Training output directory",
+        type="path",
+        group="training",
+        description="Where the training job wrote its adapter (overrides the config)",
+    ),
+    TemplateParam(
+        name="eval_max_samples",
+        title="Test examples",
+        type="integer",
+        minimum=1,
+        group="training",
+        description="Evaluate the first N test examples",
+    ),
+    TemplateParam(
+        name="max_new_tokens",
+        title="Max new tokens",
+        type="integer",
+        minimum=1,
+        maximum=32768,
+        group="training",
+    ),
+    TemplateParam(
+        name="eval_base", title="Also score the base model", type="boolean", group="training"
+    ),
+    TemplateParam(
+        name="per_device_eval_batch_size",
+        title="Batch size",
+        type="integer",
+        minimum=1,
+        group="training",
+    ),
 ]
 
 PARAMS = [CONFIG_PARAM, *EVAL_OVERRIDES, *RESOURCE_PARAMS, *ADVANCED_PARAMS]
@@ -44,8 +66,15 @@ def build(name: str, params: dict[str, Any], context: TemplateContext) -> JobSpe
     config = read_config(context, params)
     return JobSpec(
         name=name,
-        command=[context.python, "-m", TRAINING_MODULE, "evaluate", "--config", config_name,
-                 *override_args(EVAL_OVERRIDES, params, workdir)],
+        command=[
+            context.python,
+            "-m",
+            TRAINING_MODULE,
+            "evaluate",
+            "--config",
+            config_name,
+            *override_args(EVAL_OVERRIDES, params, workdir),
+        ],
         workdir=workdir,
         nodes=params["nodes"],
         procs_per_node=params["procs_per_node"],

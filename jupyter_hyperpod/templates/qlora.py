@@ -22,72 +22,165 @@ from .script import parse_env_lines
 TRAINING_MODULE = "jupyter_hyperpod.training"
 
 CONFIG_PARAM = TemplateParam(
-    name="config", title="Config file", type="path", required=True, group="job",
+    name="config",
+    title="Config file",
+    type="path",
+    required=True,
+    group="job",
     description="YAML config in your partition (the seed's args-fine-tuning.yaml works as is; "
     "`python -m jupyter_hyperpod.training scaffold <dir>` writes one)",
 )
 
 RESOURCE_PARAMS = [
-    TemplateParam(name="nodes", title="Nodes", type="integer", default=1, minimum=1, maximum=4096,
-                  group="resources"),
-    TemplateParam(name="procs_per_node", title="Processes per node", type="integer", default=1,
-                  minimum=1, maximum=256, group="resources",
-                  description="Ranks per node: one per GPU"),
-    TemplateParam(name="gpus_per_node", title="GPUs per node", type="integer", minimum=0,
-                  maximum=64, group="resources",
-                  description="Default: one per process on Slurm and Kubernetes, none locally"),
-    TemplateParam(name="efa_per_node", title="EFA interfaces per node", type="integer", default=0,
-                  minimum=0, maximum=32, group="resources", description="Kubernetes only"),
+    TemplateParam(
+        name="nodes",
+        title="Nodes",
+        type="integer",
+        default=1,
+        minimum=1,
+        maximum=4096,
+        group="resources",
+    ),
+    TemplateParam(
+        name="procs_per_node",
+        title="Processes per node",
+        type="integer",
+        default=1,
+        minimum=1,
+        maximum=256,
+        group="resources",
+        description="Ranks per node: one per GPU",
+    ),
+    TemplateParam(
+        name="gpus_per_node",
+        title="GPUs per node",
+        type="integer",
+        minimum=0,
+        maximum=64,
+        group="resources",
+        description="Default: one per process on Slurm and Kubernetes, none locally",
+    ),
+    TemplateParam(
+        name="efa_per_node",
+        title="EFA interfaces per node",
+        type="integer",
+        default=0,
+        minimum=0,
+        maximum=32,
+        group="resources",
+        description="Kubernetes only",
+    ),
 ]
 
 ADVANCED_PARAMS = [
-    TemplateParam(name="env", title="Environment", type="text", default="", group="advanced",
-                  description="One NAME=value per line (e.g. HF_TOKEN=...)"),
-    TemplateParam(name="time_limit_minutes", title="Time limit (minutes)", type="integer",
-                  minimum=1, group="advanced"),
+    TemplateParam(
+        name="env",
+        title="Environment",
+        type="text",
+        default="",
+        group="advanced",
+        description="One NAME=value per line (e.g. HF_TOKEN=...)",
+    ),
+    TemplateParam(
+        name="time_limit_minutes",
+        title="Time limit (minutes)",
+        type="integer",
+        minimum=1,
+        group="advanced",
+    ),
     TemplateParam(name="queue", title="Queue / Slurm partition", type="string", group="advanced"),
-    TemplateParam(name="image", title="Container image", type="string", group="advanced",
-                  description="Kubernetes only: an image with jupyter-hyperpod[training] installed"),
+    TemplateParam(
+        name="image",
+        title="Container image",
+        type="string",
+        group="advanced",
+        description="Kubernetes only: an image with jupyter-hyperpod[training] installed",
+    ),
 ]
 
 # Form field -> config key; type "path" values are rewritten relative to the config's directory.
 TRAIN_OVERRIDES = [
-    TemplateParam(name="model_id", title="Base model", type="path", group="training",
-                  description="Model directory in the partition (overrides the config)"),
-    TemplateParam(name="dataset", title="Dataset", type="path", group="training",
-                  description="JSON/JSONL/Parquet file to prepare (overrides the config)"),
+    TemplateParam(
+        name="model_id",
+        title="Base model",
+        type="path",
+        group="training",
+        description="Model directory in the partition (overrides the config)",
+    ),
+    TemplateParam(
+        name="dataset",
+        title="Dataset",
+        type="path",
+        group="training",
+        description="JSON/JSONL/Parquet file to prepare (overrides the config)",
+    ),
     TemplateParam(name="output_dir", title="Output directory", type="path", group="training"),
-    TemplateParam(name="max_steps", title="Max steps", type="integer", minimum=1,
-                  group="training"),
-    TemplateParam(name="num_train_epochs", title="Epochs", type="number", minimum=0.01,
-                  group="training"),
-    TemplateParam(name="learning_rate", title="Learning rate", type="number", minimum=0,
-                  group="training"),
-    TemplateParam(name="lora_r", title="LoRA rank", type="integer", minimum=1, maximum=1024,
-                  group="training"),
-    TemplateParam(name="quantization", title="Quantization", type="choice",
-                  choices=["auto", "nf4", "none"], group="training",
-                  description="nf4: QLoRA; none: LoRA on the full-precision model"),
-    TemplateParam(name="save_steps", title="Checkpoint every N steps", type="integer", minimum=0,
-                  group="training"),
+    TemplateParam(name="max_steps", title="Max steps", type="integer", minimum=1, group="training"),
+    TemplateParam(
+        name="num_train_epochs", title="Epochs", type="number", minimum=0.01, group="training"
+    ),
+    TemplateParam(
+        name="learning_rate", title="Learning rate", type="number", minimum=0, group="training"
+    ),
+    TemplateParam(
+        name="lora_r", title="LoRA rank", type="integer", minimum=1, maximum=1024, group="training"
+    ),
+    TemplateParam(
+        name="quantization",
+        title="Quantization",
+        type="choice",
+        choices=["auto", "nf4", "none"],
+        group="training",
+        description="nf4: QLoRA; none: LoRA on the full-precision model",
+    ),
+    TemplateParam(
+        name="save_steps",
+        title="Checkpoint every N steps",
+        type="integer",
+        minimum=0,
+        group="training",
+    ),
     TemplateParam(name="packing", title="Sequence packing", type="boolean", group="training"),
-    TemplateParam(name="merge_weights", title="Merge adapter at the end", type="boolean",
-                  group="training"),
+    TemplateParam(
+        name="merge_weights", title="Merge adapter at the end", type="boolean", group="training"
+    ),
 ]
 
 PARAMS = [
     CONFIG_PARAM,
     *TRAIN_OVERRIDES,
     *RESOURCE_PARAMS,
-    TemplateParam(name="auto_resume", title="Auto-resume", type="boolean", default=True,
-                  group="resources",
-                  description="Restart on node failure; training resumes from its last checkpoint"),
-    TemplateParam(name="max_retries", title="Max restarts", type="integer", default=3, minimum=0,
-                  maximum=100, group="resources"),
-    TemplateParam(name="healthy_nodes_only", title="Health-checked nodes only", type="boolean",
-                  default=False, group="resources"),
-    TemplateParam(name="kind", title="Kubernetes job kind", type="choice",
-                  choices=["PyTorchJob", "HyperPodPyTorchJob"], group="advanced"),
+    TemplateParam(
+        name="auto_resume",
+        title="Auto-resume",
+        type="boolean",
+        default=True,
+        group="resources",
+        description="Restart on node failure; training resumes from its last checkpoint",
+    ),
+    TemplateParam(
+        name="max_retries",
+        title="Max restarts",
+        type="integer",
+        default=3,
+        minimum=0,
+        maximum=100,
+        group="resources",
+    ),
+    TemplateParam(
+        name="healthy_nodes_only",
+        title="Health-checked nodes only",
+        type="boolean",
+        default=False,
+        group="resources",
+    ),
+    TemplateParam(
+        name="kind",
+        title="Kubernetes job kind",
+        type="choice",
+        choices=["PyTorchJob", "HyperPodPyTorchJob"],
+        group="advanced",
+    ),
     *ADVANCED_PARAMS,
 ]
 
@@ -96,7 +189,9 @@ def config_location(params: dict[str, Any]) -> tuple[str, str]:
     """(workdir, file name) of the config, partition-relative."""
     path = posixpath.normpath(str(params["config"]).strip().lstrip("/"))
     if path.startswith("..") or path in (".", ""):
-        raise InvalidRequest("the config must be a file inside your partition", field="params.config")
+        raise InvalidRequest(
+            "the config must be a file inside your partition", field="params.config"
+        )
     workdir, name = posixpath.split(path)
     return workdir, name
 
@@ -105,12 +200,15 @@ def read_config(context: TemplateContext, params: dict[str, Any]) -> dict[str, A
     """The YAML as written (checked now so that a wrong path fails in the form, not on the cluster)."""
     file = Path(context.partition) / posixpath.normpath(str(params["config"]).lstrip("/"))
     if not file.is_file():
-        raise InvalidRequest(f"config file not found in your partition: {params['config']}",
-                             field="params.config")
+        raise InvalidRequest(
+            f"config file not found in your partition: {params['config']}", field="params.config"
+        )
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as error:
-        raise InvalidRequest(f"config file is not valid YAML: {error}", field="params.config") from None
+        raise InvalidRequest(
+            f"config file is not valid YAML: {error}", field="params.config"
+        ) from None
     if not isinstance(data, dict):
         raise InvalidRequest("config file must be a YAML mapping", field="params.config")
     return data
@@ -151,8 +249,15 @@ def gpus(params: dict[str, Any], context: TemplateContext) -> int:
 def build(name: str, params: dict[str, Any], context: TemplateContext) -> JobSpec:
     workdir, config_name = config_location(params)
     config = read_config(context, params)
-    command = [context.python, "-m", TRAINING_MODULE, "train", "--config", config_name,
-               *override_args(TRAIN_OVERRIDES, params, workdir)]
+    command = [
+        context.python,
+        "-m",
+        TRAINING_MODULE,
+        "train",
+        "--config",
+        config_name,
+        *override_args(TRAIN_OVERRIDES, params, workdir),
+    ]
     return JobSpec(
         name=name,
         command=command,

@@ -18,8 +18,9 @@ log = logging.getLogger("jupyter_hyperpod.training")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m jupyter_hyperpod.training",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jupyter_hyperpod.training", description=__doc__.split("\n\n")[0]
+    )
     steps = parser.add_subparsers(dest="step", required=True)
     for name, help_text in (
         ("download", "download the model (model_source) into model_id on the shared file system"),
@@ -30,8 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         step = steps.add_parser(name, help=help_text)
         step.add_argument("--config", "-c", help="YAML config (the seed's args-fine-tuning.yaml)")
-        step.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE",
-                          help="override a config key (repeatable)")
+        step.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            metavar="KEY=VALUE",
+            help="override a config key (repeatable)",
+        )
     scaffold = steps.add_parser("scaffold", help="write a fine-tuning project to edit and submit")
     scaffold.add_argument("directory")
     scaffold.add_argument("--model-id", default=None, help="hub id or local model directory")
@@ -49,8 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.step == "scaffold":
             from .scaffold import scaffold_project
 
-            written = scaffold_project(args.directory, model_id=args.model_id,
-                                       dataset=args.dataset, force=args.force)
+            written = scaffold_project(
+                args.directory, model_id=args.model_id, dataset=args.dataset, force=args.force
+            )
             for path in written:
                 print(path)
             return 0

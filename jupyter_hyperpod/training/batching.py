@@ -24,8 +24,9 @@ class Example:
         return len(self.input_ids)
 
 
-def tokenize_records(records: list[dict[str, Any]], tokenizer: Any, max_length: int
-                     ) -> tuple[list[Example], int]:
+def tokenize_records(
+    records: list[dict[str, Any]], tokenizer: Any, max_length: int
+) -> tuple[list[Example], int]:
     """Prompt tokens get IGNORE_INDEX labels (loss on the answer only). Returns (examples, dropped)."""
     prompts = tokenizer([r["prompt"] for r in records], add_special_tokens=False)["input_ids"]
     answers = tokenizer([r["completion"] for r in records], add_special_tokens=False)["input_ids"]
@@ -76,7 +77,9 @@ class BatchPlan:
 
     @property
     def steps_per_epoch(self) -> int:
-        return max(1, math.ceil(self.micro_batches_per_epoch / (self.world_size * self.accumulation)))
+        return max(
+            1, math.ceil(self.micro_batches_per_epoch / (self.world_size * self.accumulation))
+        )
 
     def epoch_micro_batches(self, epoch: int) -> list[list[list[int]]]:
         rng = random.Random(self.seed * 1000003 + epoch)
@@ -109,8 +112,16 @@ class BatchPlan:
         return window[rank :: self.world_size]
 
 
-def make_plan(examples: list[Example], *, packing: bool, max_length: int, micro_batch_size: int,
-              world_size: int, accumulation: int, seed: int) -> BatchPlan:
+def make_plan(
+    examples: list[Example],
+    *,
+    packing: bool,
+    max_length: int,
+    micro_batch_size: int,
+    world_size: int,
+    accumulation: int,
+    seed: int,
+) -> BatchPlan:
     if packing:
         rows = pack(examples, max_length)
         lengths: list[int] | None = [sum(len(examples[i]) for i in row) for row in rows]
@@ -120,8 +131,9 @@ def make_plan(examples: list[Example], *, packing: bool, max_length: int, micro_
     return BatchPlan(rows, micro_batch_size, world_size, accumulation, seed, lengths)
 
 
-def collate(rows: list[list[int]], examples: list[Example], pad_id: int, *, packing: bool
-            ) -> dict[str, Any]:
+def collate(
+    rows: list[list[int]], examples: list[Example], pad_id: int, *, packing: bool
+) -> dict[str, Any]:
     """Tensors for one micro-batch, right-padded to its longest row.
 
     packing: input_ids, labels and position_ids (no attention mask); otherwise input_ids, labels

@@ -49,8 +49,15 @@ def _trainable_state(model: Any) -> dict[str, Any]:
     return {name: p.detach() for name, p in unwrap(model).named_parameters() if p.requires_grad}
 
 
-def save_checkpoint(root: Path, step: int, model: Any, optimizer: Any, trainer_state: dict[str, Any],
-                    runtime: Runtime, keep: int) -> Path:
+def save_checkpoint(
+    root: Path,
+    step: int,
+    model: Any,
+    optimizer: Any,
+    trainer_state: dict[str, Any],
+    runtime: Runtime,
+    keep: int,
+) -> Path:
     import torch
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
@@ -64,13 +71,18 @@ def save_checkpoint(root: Path, step: int, model: Any, optimizer: Any, trainer_s
     state = {"model": _trainable_state(model), "optim": get_optimizer_state_dict(model, optimizer)}
     dcp.save(state, checkpoint_id=str(tmp))
     (tmp / "rng").mkdir(exist_ok=True)
-    torch.save({"torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None},
-               tmp / "rng" / f"rank-{runtime.rank}.pt")
+    torch.save(
+        {
+            "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
+        },
+        tmp / "rng" / f"rank-{runtime.rank}.pt",
+    )
     runtime.barrier()
     if runtime.is_main:
-        (tmp / STATE_FILE).write_text(json.dumps({**trainer_state, "world_size": runtime.world_size},
-                                                 indent=1))
+        (tmp / STATE_FILE).write_text(
+            json.dumps({**trainer_state, "world_size": runtime.world_size}, indent=1)
+        )
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
         for _, old in list_checkpoints(root)[: -max(1, keep)]:
@@ -99,6 +111,9 @@ def load_checkpoint(path: Path, model: Any, optimizer: Any, runtime: Runtime) ->
         if rng.get("cuda") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state(rng["cuda"])
     else:
-        log.warning("resuming on %d ranks from a %s-rank checkpoint: dropout RNG streams restart",
-                    runtime.world_size, trainer_state.get("world_size"))
+        log.warning(
+            "resuming on %d ranks from a %s-rank checkpoint: dropout RNG streams restart",
+            runtime.world_size,
+            trainer_state.get("world_size"),
+        )
     return trainer_state

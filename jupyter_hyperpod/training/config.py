@@ -175,25 +175,46 @@ class TrainingConfig:
             (self.gradient_accumulation_steps >= 1, "gradient_accumulation_steps", "must be >= 1"),
             (self.max_seq_length >= 16, "max_seq_length", "must be at least 16"),
             (0.0 < self.test_size < 1.0, "test_size", "must be between 0 and 1"),
-            (self.prompt_format in ("deepseek-r1", "chat-template"), "prompt_format",
-             "must be deepseek-r1 or chat-template"),
-            (self.quantization in ("auto", "nf4", "none"), "quantization", "must be auto, nf4 or none"),
-            (self.lr_scheduler_type in ("linear", "cosine", "constant"), "lr_scheduler_type",
-             "must be linear, cosine or constant"),
+            (
+                self.prompt_format in ("deepseek-r1", "chat-template"),
+                "prompt_format",
+                "must be deepseek-r1 or chat-template",
+            ),
+            (
+                self.quantization in ("auto", "nf4", "none"),
+                "quantization",
+                "must be auto, nf4 or none",
+            ),
+            (
+                self.lr_scheduler_type in ("linear", "cosine", "constant"),
+                "lr_scheduler_type",
+                "must be linear, cosine or constant",
+            ),
             (self.save_steps >= 0, "save_steps", "must be >= 0"),
             (self.logging_steps >= 1, "logging_steps", "must be >= 1"),
-            (self.num_train_epochs > 0 or self.max_steps > 0, "num_train_epochs",
-             "must be positive (or set max_steps)"),
+            (
+                self.num_train_epochs > 0 or self.max_steps > 0,
+                "num_train_epochs",
+                "must be positive (or set max_steps)",
+            ),
         ]
         for ok, key, message in checks:
             if not ok:
                 raise ConfigError(f"{key} {message}")
-        unknown = self.fsdp_options - {"full_shard", "shard_grad_op", "auto_wrap", "offload", "no_shard"}
+        unknown = self.fsdp_options - {
+            "full_shard",
+            "shard_grad_op",
+            "auto_wrap",
+            "offload",
+            "no_shard",
+        }
         if unknown:
             raise ConfigError(f"fsdp: unknown option(s) {sorted(unknown)}")
         for name in ("question", "response"):
             if not self.column_mapping.get(name):
-                raise ConfigError(f"column_mapping needs '{name}' (the source column to read it from)")
+                raise ConfigError(
+                    f"column_mapping needs '{name}' (the source column to read it from)"
+                )
 
     def to_params(self) -> dict[str, str]:
         """Flat, stringified parameters for MLflow."""
@@ -244,12 +265,16 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
 
 def config_from_dict(data: dict[str, Any], config_dir: str | Path = ".") -> TrainingConfig:
     data = expand_env(dict(data))
-    known = {item.name: item for item in dataclasses.fields(TrainingConfig) if item.name != "config_dir"}
+    known = {
+        item.name: item for item in dataclasses.fields(TrainingConfig) if item.name != "config_dir"
+    }
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in known:
             if key in _IGNORED_TRAINER_KEYS:
-                log.warning("config key '%s' is a Hugging Face Trainer option with no effect here", key)
+                log.warning(
+                    "config key '%s' is a Hugging Face Trainer option with no effect here", key
+                )
                 continue
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -257,7 +282,8 @@ def config_from_dict(data: dict[str, Any], config_dir: str | Path = ".") -> Trai
         item = known[key]
         default = item.default if item.default is not dataclasses.MISSING else None
         if isinstance(default, (bool, int, float)) or item.name in (
-            "max_samples", "eval_max_samples"
+            "max_samples",
+            "eval_max_samples",
         ):
             value = _coerce(key, value, default if default is not None else 0)
         if key == "mlflow_uri" and value == "":

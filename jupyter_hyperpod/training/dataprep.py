@@ -18,10 +18,10 @@ from .config import ConfigError, TrainingConfig
 
 log = logging.getLogger(__name__)
 
-BOS = "<｜begin▁of▁sentence｜>"
-EOS = "<｜end▁of▁sentence｜>"
-USER = "<｜User｜>"
-ASSISTANT = "<｜Assistant｜>"
+BOS = "<｜begin▁of▁sentence｜>"  # noqa: RUF001
+EOS = "<｜end▁of▁sentence｜>"  # noqa: RUF001
+USER = "<｜User｜>"  # noqa: RUF001
+ASSISTANT = "<｜Assistant｜>"  # noqa: RUF001
 DATA_FILE = "data.jsonl"
 SOURCE_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -36,8 +36,9 @@ def deepseek_r1_completion(reasoning: str | None, response: str) -> str:
     return f"{response}{EOS}"
 
 
-def chat_template_pair(tokenizer: Any, system: str, question: str, reasoning: str | None,
-                       response: str) -> tuple[str, str]:
+def chat_template_pair(
+    tokenizer: Any, system: str, question: str, reasoning: str | None, response: str
+) -> tuple[str, str]:
     """Split the tokenizer's own chat rendering into prompt (up to the generation prompt) and answer."""
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError("prompt_format is chat-template but the tokenizer has no chat template")
@@ -49,9 +50,11 @@ def chat_template_pair(tokenizer: Any, system: str, question: str, reasoning: st
         [*messages, {"role": "assistant", "content": answer}], tokenize=False
     )
     if not full.startswith(prompt):
-        raise ConfigError("the chat template renders the answer turn differently from the prompt "
-                          "turn: use prompt_format: deepseek-r1")
-    completion = full[len(prompt):]
+        raise ConfigError(
+            "the chat template renders the answer turn differently from the prompt "
+            "turn: use prompt_format: deepseek-r1"
+        )
+    completion = full[len(prompt) :]
     eos = getattr(tokenizer, "eos_token", None)
     if eos and eos not in completion:
         completion += eos
@@ -102,7 +105,9 @@ def _iter_file(file: Path) -> Iterator[dict[str, Any]]:
                 data = data["data"]
             elif lists and all(len(v) == len(lists[0]) for v in lists) and len(lists) == len(data):
                 keys = list(data)
-                data = [dict(zip(keys, row, strict=True)) for row in zip(*data.values(), strict=True)]
+                data = [
+                    dict(zip(keys, row, strict=True)) for row in zip(*data.values(), strict=True)
+                ]
         if not isinstance(data, list):
             raise ConfigError(f"{file}: expected a list of records")
         yield from data
@@ -112,7 +117,9 @@ def _iter_saved_dataset(path: Path) -> Iterator[dict[str, Any]]:
     try:
         from datasets import load_from_disk
     except ImportError:
-        raise ConfigError(f"{path} holds a saved Hugging Face dataset: pip install datasets") from None
+        raise ConfigError(
+            f"{path} holds a saved Hugging Face dataset: pip install datasets"
+        ) from None
     dataset = load_from_disk(str(path))
     if hasattr(dataset, "keys"):
         dataset = dataset[next(iter(dataset.keys()))]
@@ -123,13 +130,17 @@ def _iter_hub_dataset(name: str, config: TrainingConfig) -> Iterator[dict[str, A
     try:
         from datasets import load_dataset
     except ImportError:
-        raise ConfigError(f"dataset '{name}' is not a local file; to read it from the Hugging Face "
-                          "hub, pip install datasets") from None
+        raise ConfigError(
+            f"dataset '{name}' is not a local file; to read it from the Hugging Face "
+            "hub, pip install datasets"
+        ) from None
     try:
         dataset = load_dataset(name, config.dataset_config, split=config.dataset_split)
     except Exception as error:  # the hub's errors are many; name the cause for the user
-        raise ConfigError(f"cannot load dataset '{name}' from the Hugging Face hub: {error}. Offline, "
-                          "download it elsewhere and point `dataset` at the file.") from None
+        raise ConfigError(
+            f"cannot load dataset '{name}' from the Hugging Face hub: {error}. Offline, "
+            "download it elsewhere and point `dataset` at the file."
+        ) from None
     yield from dataset
 
 
@@ -141,8 +152,10 @@ def to_record(row: dict[str, Any], config: TrainingConfig, tokenizer: Any = None
         if not source:
             return None
         if source not in row:
-            raise ConfigError(f"column_mapping.{name}: column '{source}' not in the data "
-                              f"(columns: {', '.join(map(str, row))})")
+            raise ConfigError(
+                f"column_mapping.{name}: column '{source}' not in the data "
+                f"(columns: {', '.join(map(str, row))})"
+            )
         value = row[source]
         return None if value is None else str(value).strip()
 
@@ -153,16 +166,24 @@ def to_record(row: dict[str, Any], config: TrainingConfig, tokenizer: Any = None
     if not question or response is None:
         raise ValueError("empty question or response")
     if config.prompt_format == "chat-template":
-        prompt, completion = chat_template_pair(tokenizer, system or "", question, reasoning, response)
+        prompt, completion = chat_template_pair(
+            tokenizer, system or "", question, reasoning, response
+        )
     else:
         prompt = deepseek_r1_prompt(system or "", question)
         completion = deepseek_r1_completion(reasoning, response)
-    return {"prompt": prompt, "completion": completion, "question": question,
-            "reasoning": reasoning, "response": response}
+    return {
+        "prompt": prompt,
+        "completion": completion,
+        "question": question,
+        "reasoning": reasoning,
+        "response": response,
+    }
 
 
-def split_records(records: list[dict[str, Any]], test_size: float, seed: int
-                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_records(
+    records: list[dict[str, Any]], test_size: float, seed: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     order = list(range(len(records)))
     random.Random(seed).shuffle(order)
     n_test = max(1, round(len(records) * test_size)) if len(records) > 1 else 0
@@ -229,8 +250,10 @@ def prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
     write_split(config.train_dataset_path, train)
     write_split(config.test_dataset_path, test)
     summary = {"records": len(records), "train": len(train), "test": len(test), "skipped": skipped}
-    log.info("prepared %(records)d records (%(skipped)d skipped): %(train)d train, %(test)d test",
-             summary)
+    log.info(
+        "prepared %(records)d records (%(skipped)d skipped): %(train)d train, %(test)d test",
+        summary,
+    )
     return summary
 
 

@@ -23,8 +23,9 @@ def is_model_dir(path: Path) -> bool:
     return (path / "config.json").is_file()
 
 
-def download_model(repo_id: str, target: str | Path, *, revision: str | None = None,
-                   token: str | None = None) -> Path:
+def download_model(
+    repo_id: str, target: str | Path, *, revision: str | None = None, token: str | None = None
+) -> Path:
     """Snapshot `repo_id` into `target` (resumable). A local model directory is returned as is."""
     target = Path(target)
     source = Path(repo_id)
@@ -46,31 +47,42 @@ def download_model(repo_id: str, target: str | Path, *, revision: str | None = N
             RevisionNotFoundError,
         )
     except ImportError:
-        raise DownloadError("huggingface_hub is not installed: pip install "
-                            "'jupyter-hyperpod[training]'") from None
+        raise DownloadError(
+            "huggingface_hub is not installed: pip install 'jupyter-hyperpod[training]'"
+        ) from None
     token = token or os.environ.get("HF_TOKEN") or None
     log.info("downloading %s%s to %s", repo_id, f"@{revision}" if revision else "", target)
     try:
-        snapshot_download(repo_id, revision=revision, local_dir=str(target), token=token,
-                          allow_patterns=WEIGHT_PATTERNS)
+        snapshot_download(
+            repo_id,
+            revision=revision,
+            local_dir=str(target),
+            token=token,
+            allow_patterns=WEIGHT_PATTERNS,
+        )
     except GatedRepoError:
         raise DownloadError(
             f"{repo_id} is gated: accept its licence on https://huggingface.co/{repo_id} and set "
-            "HF_TOKEN (a token of the account that accepted it) in the job's environment") from None
+            "HF_TOKEN (a token of the account that accepted it) in the job's environment"
+        ) from None
     except RepositoryNotFoundError:
-        raise DownloadError(f"{repo_id} does not exist on the Hugging Face hub (or is private: "
-                            "set HF_TOKEN)") from None
+        raise DownloadError(
+            f"{repo_id} does not exist on the Hugging Face hub (or is private: set HF_TOKEN)"
+        ) from None
     except RevisionNotFoundError:
         raise DownloadError(f"{repo_id} has no revision '{revision}'") from None
     except LocalEntryNotFoundError:
         raise DownloadError(
             f"the Hugging Face hub is unreachable (or HF_HUB_OFFLINE is set) and {repo_id} is not "
             f"in the local cache: download it where the hub is reachable and set model_id to that "
-            f"directory, e.g. {target}") from None
+            f"directory, e.g. {target}"
+        ) from None
     except (HfHubHTTPError, OSError) as error:
-        raise DownloadError(f"downloading {repo_id} failed: {error}. If the hub is unreachable "
-                            "from here, download elsewhere and point model_id at the "
-                            "directory.") from None
+        raise DownloadError(
+            f"downloading {repo_id} failed: {error}. If the hub is unreachable "
+            "from here, download elsewhere and point model_id at the "
+            "directory."
+        ) from None
     if not is_model_dir(target):
         raise DownloadError(f"{repo_id} has no config.json: not a transformers model")
     (target / ".download-complete").write_text(repo_id + "\n")

@@ -36,8 +36,15 @@ def rouge_scores(predictions: list[str], references: list[str]) -> dict[str, flo
     return {key: value / count for key, value in totals.items()}
 
 
-def generate(model: Any, tokenizer: Any, prompts: list[str], *, batch_size: int,
-             max_new_tokens: int, device: Any) -> list[str]:
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[str],
+    *,
+    batch_size: int,
+    max_new_tokens: int,
+    device: Any,
+) -> list[str]:
     import torch
 
     tokenizer.padding_side = "left"
@@ -47,9 +54,13 @@ def generate(model: Any, tokenizer: Any, prompts: list[str], *, batch_size: int,
         encoded = tokenizer(chunk, add_special_tokens=False, return_tensors="pt", padding=True)
         encoded = {k: v.to(device) for k, v in encoded.items()}
         with torch.no_grad():
-            generated = model.generate(**encoded, do_sample=False, max_new_tokens=max_new_tokens,
-                                       pad_token_id=tokenizer.pad_token_id,
-                                       eos_token_id=tokenizer.eos_token_id)
+            generated = model.generate(
+                **encoded,
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+            )
         new_tokens = generated[:, encoded["input_ids"].shape[1] :]
         outputs += [t.strip() for t in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
     return outputs
@@ -66,13 +77,15 @@ def _load_models(config: TrainingConfig, runtime: Runtime) -> tuple[Any, Any, bo
     if has_adapter:
         from peft import PeftModel
 
-        base = load_base_model(config.model_id, quantization=quantization, dtype=dtype,
-                               device=runtime.device)
+        base = load_base_model(
+            config.model_id, quantization=quantization, dtype=dtype, device=runtime.device
+        )
         model = PeftModel.from_pretrained(base, str(adapter))
         tokenizer = load_tokenizer(str(adapter))
     elif (config.merged_path / "config.json").is_file():
-        model = load_base_model(str(config.merged_path), quantization=quantization, dtype=dtype,
-                                device=runtime.device)
+        model = load_base_model(
+            str(config.merged_path), quantization=quantization, dtype=dtype, device=runtime.device
+        )
         tokenizer = load_tokenizer(str(config.merged_path))
     else:
         raise FileNotFoundError(f"no fine-tuned model: neither {adapter} nor {config.merged_path}")
@@ -98,10 +111,17 @@ def _evaluate(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
     tokenizer, model, has_adapter = _load_models(config, runtime)
     mine = records[runtime.rank :: runtime.world_size]
     prompts = [r["prompt"] for r in mine]
-    log.info("evaluating %d test examples (%d on this rank), greedy, max %d new tokens",
-             len(records), len(mine), config.max_new_tokens)
-    kwargs = {"batch_size": config.per_device_eval_batch_size,
-              "max_new_tokens": config.max_new_tokens, "device": runtime.device}
+    log.info(
+        "evaluating %d test examples (%d on this rank), greedy, max %d new tokens",
+        len(records),
+        len(mine),
+        config.max_new_tokens,
+    )
+    kwargs = {
+        "batch_size": config.per_device_eval_batch_size,
+        "max_new_tokens": config.max_new_tokens,
+        "device": runtime.device,
+    }
     predictions = {"finetuned": generate(model, tokenizer, prompts, **kwargs)}
     if config.eval_base:
         if has_adapter:
@@ -111,13 +131,19 @@ def _evaluate(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
             from .model import compute_dtype, load_base_model
 
             del model
-            base = load_base_model(config.model_id, quantization="none",
-                                   dtype=compute_dtype(config, runtime.device),
-                                   device=runtime.device).eval()
+            base = load_base_model(
+                config.model_id,
+                quantization="none",
+                dtype=compute_dtype(config, runtime.device),
+                device=runtime.device,
+            ).eval()
             predictions["base"] = generate(base, tokenizer, prompts, **kwargs)
     references = [_reference(tokenizer, r) for r in mine]
-    gathered = runtime.gather_to_main((mine, references, predictions)) if runtime.distributed \
+    gathered = (
+        runtime.gather_to_main((mine, references, predictions))
+        if runtime.distributed
         else [(mine, references, predictions)]
+    )
     if not runtime.is_main:
         return {}
     all_refs: list[str] = []
@@ -128,14 +154,20 @@ def _evaluate(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
         all_refs += part_refs
         for key in all_preds:
             all_preds[key] += part_preds[key]
-    results: dict[str, Any] = {key: rouge_scores(preds, all_refs) for key, preds in all_preds.items()}
+    results: dict[str, Any] = {
+        key: rouge_scores(preds, all_refs) for key, preds in all_preds.items()
+    }
     results["samples"] = len(all_refs)
     results["max_new_tokens"] = config.max_new_tokens
     results["seconds"] = round(time.perf_counter() - started, 2)
     results["examples"] = [
-        {"question": r.get("question") or r["prompt"][-300:], "reference": ref,
-         **{key: preds[i] for key, preds in all_preds.items()}}
-        for i, (r, ref) in enumerate(zip(all_records, all_refs, strict=True)) if i < 5
+        {
+            "question": r.get("question") or r["prompt"][-300:],
+            "reference": ref,
+            **{key: preds[i] for key, preds in all_preds.items()},
+        }
+        for i, (r, ref) in enumerate(zip(all_records, all_refs, strict=True))
+        if i < 5
     ]
     out = config.eval_output_path
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -145,8 +177,9 @@ def _evaluate(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
         summary += " | base " + ", ".join(f"{k}={results['base'][k]:.4f}" for k in ROUGE_TYPES)
     log.info("ROUGE (fine-tuned) %s -> %s", summary, out)
     tracker = Tracker.for_evaluation(config)
-    metrics = {f"eval_{key}_{which}": results[which][key]
-               for which in all_preds for key in ROUGE_TYPES}
+    metrics = {
+        f"eval_{key}_{which}": results[which][key] for which in all_preds for key in ROUGE_TYPES
+    }
     tracker.log_metrics(metrics)
     tracker.log_artifact(out)
     tracker.end()

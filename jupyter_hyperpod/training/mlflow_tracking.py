@@ -31,7 +31,7 @@ def resolve_tracking_uri(config: TrainingConfig) -> str:
 
 def _prepare_uri(uri: str) -> None:
     if uri.startswith("sqlite:///"):
-        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
 
 
 def find_run_by_tag(client: Any, tag: str, value: str) -> Any | None:
@@ -39,8 +39,12 @@ def find_run_by_tag(client: Any, tag: str, value: str) -> Any | None:
     experiments = [e.experiment_id for e in client.search_experiments()]
     if not experiments:
         return None
-    runs = client.search_runs(experiments, filter_string=f"tags.`{tag}` = '{value}'",
-                              order_by=["attributes.start_time DESC"], max_results=1)
+    runs = client.search_runs(
+        experiments,
+        filter_string=f"tags.`{tag}` = '{value}'",
+        order_by=["attributes.start_time DESC"],
+        max_results=1,
+    )
     return runs[0] if runs else None
 
 
@@ -81,23 +85,38 @@ class Tracker:
                 existing = client.get_run(saved["run_id"])
         if existing is not None:
             log.info("MLflow: continuing run %s (%s)", existing.info.run_id, tracker.uri)
-            run = mlflow.start_run(run_id=existing.info.run_id,
-                                   log_system_metrics=config.log_system_metrics)
+            run = mlflow.start_run(
+                run_id=existing.info.run_id, log_system_metrics=config.log_system_metrics
+            )
         else:
             experiment = mlflow.set_experiment(config.mlflow_experiment_name)
             tags = {JOB_ID_TAG: job_id} if job_id else {}
             if os.environ.get("HYPERPOD_JOB_NAME"):
                 tags["hyperpod.job_name"] = os.environ["HYPERPOD_JOB_NAME"]
-            run = mlflow.start_run(experiment_id=experiment.experiment_id, tags=tags,
-                                   run_name=os.environ.get("HYPERPOD_JOB_NAME") or None,
-                                   log_system_metrics=config.log_system_metrics)
-            log.info("MLflow: run %s in experiment '%s' (%s)", run.info.run_id,
-                     config.mlflow_experiment_name, tracker.uri)
+            run = mlflow.start_run(
+                experiment_id=experiment.experiment_id,
+                tags=tags,
+                run_name=os.environ.get("HYPERPOD_JOB_NAME") or None,
+                log_system_metrics=config.log_system_metrics,
+            )
+            log.info(
+                "MLflow: run %s in experiment '%s' (%s)",
+                run.info.run_id,
+                config.mlflow_experiment_name,
+                tracker.uri,
+            )
         tracker.run_id = run.info.run_id
         tracker.experiment_id = run.info.experiment_id
         run_file.parent.mkdir(parents=True, exist_ok=True)
-        run_file.write_text(json.dumps({"run_id": tracker.run_id, "tracking_uri": tracker.uri,
-                                        "experiment_id": tracker.experiment_id}))
+        run_file.write_text(
+            json.dumps(
+                {
+                    "run_id": tracker.run_id,
+                    "tracking_uri": tracker.uri,
+                    "experiment_id": tracker.experiment_id,
+                }
+            )
+        )
         return tracker
 
     @classmethod
@@ -111,8 +130,11 @@ class Tracker:
             tracker.active = False
             return tracker
         if not run_file.is_file():
-            log.warning("no %s in %s: evaluation metrics are not logged to MLflow", RUN_FILE,
-                        config.output_dir)
+            log.warning(
+                "no %s in %s: evaluation metrics are not logged to MLflow",
+                RUN_FILE,
+                config.output_dir,
+            )
             tracker.active = False
             return tracker
         saved = json.loads(run_file.read_text())

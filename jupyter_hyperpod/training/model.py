@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,9 @@ def resolve_quantization(config: TrainingConfig, device: Any) -> str:
     return "none"
 
 
-def load_base_model(model_id: str, *, quantization: str, dtype: Any, device: Any,
-                    for_fsdp: bool = False) -> Any:
+def load_base_model(
+    model_id: str, *, quantization: str, dtype: Any, device: Any, for_fsdp: bool = False
+) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -78,8 +80,10 @@ def load_base_model(model_id: str, *, quantization: str, dtype: Any, device: Any
     elif device.type == "cuda" and not for_fsdp:
         kwargs["device_map"] = {"": device}
     if not Path(model_id).exists():
-        log.info("model_id %s is not a local directory: loading from the Hugging Face cache/hub",
-                 model_id)
+        log.info(
+            "model_id %s is not a local directory: loading from the Hugging Face cache/hub",
+            model_id,
+        )
     model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
     if quantization == "nf4":
         import bitsandbytes as bnb
@@ -154,10 +158,13 @@ def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any)
             wrapped += 1
     fully_shard(model, **kwargs)
     if fsdp_config.get("forward_prefetch") and len(layers) > 1:
-        for current, following in zip(layers, layers[1:], strict=False):
+        for current, following in itertools.pairwise(layers):
             current.set_modules_to_forward_prefetch([following])
-    return {"fsdp_units": wrapped + 1, "reshard_after_forward": reshard,
-            "cpu_offload": "offload_policy" in kwargs}
+    return {
+        "fsdp_units": wrapped + 1,
+        "reshard_after_forward": reshard,
+        "cpu_offload": "offload_policy" in kwargs,
+    }
 
 
 def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[str, Any]]:
@@ -170,21 +177,32 @@ def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[s
 
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    model = load_base_model(config.model_id, quantization=quantization, dtype=dtype,
-                            device=runtime.device, for_fsdp=use_fsdp)
+    model = load_base_model(
+        config.model_id,
+        quantization=quantization,
+        dtype=dtype,
+        device=runtime.device,
+        for_fsdp=use_fsdp,
+    )
     model = add_lora(model, config)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
-    facts: dict[str, Any] = {"quantization": quantization, "compute_dtype": str(dtype).split(".")[-1],
-                             "trainable_params": trainable, "total_params": total,
-                             "parallelism": "single"}
+    facts: dict[str, Any] = {
+        "quantization": quantization,
+        "compute_dtype": str(dtype).split(".")[-1],
+        "trainable_params": trainable,
+        "total_params": total,
+        "parallelism": "single",
+    }
     if use_fsdp:
         facts.update(apply_fsdp(model, config, runtime, dtype))
         facts["parallelism"] = "fsdp"
         # Evidence that parameters are really sharded: this rank holds only its part.
         facts["trainable_params_local"] = sum(
             p.to_local().numel() if hasattr(p, "to_local") else p.numel()
-            for p in model.parameters() if p.requires_grad)
+            for p in model.parameters()
+            if p.requires_grad
+        )
     elif runtime.distributed:
         from torch.nn.parallel import DistributedDataParallel
 

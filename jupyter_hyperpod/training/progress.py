@@ -53,8 +53,10 @@ class Progress:
         """Record the end of optimizer step `step` (1-based); returns the plain log line."""
         self.done += 1
         eta = self.eta(step)
-        line = (f"step {step}/{self.total} | loss {loss:.4f} | lr {lr:.2e} | "
-                f"{tokens_per_second:,.0f} tok/s | eta {format_eta(eta) if eta == eta else '?'}")
+        line = (
+            f"step {step}/{self.total} | loss {loss:.4f} | lr {lr:.2e} | "
+            f"{tokens_per_second:,.0f} tok/s | eta {format_eta(eta) if eta == eta else '?'}"
+        )
         if not self.enabled:
             return line
         self.bar.set_postfix_str(f"loss={loss:.4f} tok/s={tokens_per_second:,.0f}", refresh=False)

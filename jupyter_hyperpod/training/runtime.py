@@ -90,7 +90,9 @@ def init_runtime() -> Runtime:
         device = torch.device("cpu")
         if "OMP_NUM_THREADS" not in os.environ:
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world)))
-    distributed = world_size > 1
+    # Under torchrun (or our local launcher) even one rank joins a process group, so that a
+    # single-GPU job can still use FSDP (e.g. its CPU offload).
+    distributed = world_size > 1 or ("MASTER_ADDR" in os.environ and "WORLD_SIZE" in os.environ)
     if distributed:
         import datetime
 

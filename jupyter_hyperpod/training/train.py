@@ -8,6 +8,7 @@ tokens in the whole global batch, the same on any number of ranks.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -34,7 +35,7 @@ RESULTS_FILE = "train_results.json"
 
 
 def lr_lambda(config: TrainingConfig, total_steps: int):  # type: ignore[no-untyped-def]
-    warmup = config.warmup_steps or int(math.ceil(config.warmup_ratio * total_steps))
+    warmup = config.warmup_steps or math.ceil(config.warmup_ratio * total_steps)
 
     def factor(step: int) -> float:
         if warmup and step < warmup:
@@ -60,8 +61,10 @@ def ensure_inputs(config: TrainingConfig, runtime: Runtime) -> None:
                 download_model(config.model_source, config.model_id, revision=config.model_revision)
             if not is_prepared(config):
                 if not config.dataset:
-                    raise ConfigError(f"no training data at {config.train_dataset_path} and no "
-                                      "`dataset` to prepare it from")
+                    raise ConfigError(
+                        f"no training data at {config.train_dataset_path} and no "
+                        "`dataset` to prepare it from"
+                    )
                 prepare(config)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
@@ -135,19 +138,31 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
     if not examples:
         raise ConfigError(f"no training example fits in max_seq_length={config.max_seq_length}")
     if dropped:
-        log.warning("%d example(s) longer than max_seq_length=%d were dropped", dropped,
-                    config.max_seq_length)
-    plan = make_plan(examples, packing=config.packing, max_length=config.max_seq_length,
-                     micro_batch_size=config.per_device_train_batch_size,
-                     world_size=runtime.world_size,
-                     accumulation=config.gradient_accumulation_steps, seed=config.seed)
-    total_steps = config.max_steps if config.max_steps > 0 else max(
-        1, math.ceil(config.num_train_epochs * plan.steps_per_epoch))
+        log.warning(
+            "%d example(s) longer than max_seq_length=%d were dropped",
+            dropped,
+            config.max_seq_length,
+        )
+    plan = make_plan(
+        examples,
+        packing=config.packing,
+        max_length=config.max_seq_length,
+        micro_batch_size=config.per_device_train_batch_size,
+        world_size=runtime.world_size,
+        accumulation=config.gradient_accumulation_steps,
+        seed=config.seed,
+    )
+    total_steps = (
+        config.max_steps
+        if config.max_steps > 0
+        else max(1, math.ceil(config.num_train_epochs * plan.steps_per_epoch))
+    )
 
     model, facts = prepare_model(config, runtime)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate,
-                                  weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(
+        trainable, lr=config.learning_rate, weight_decay=config.weight_decay
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(config, total_steps))
 
     start_step = 0
@@ -169,42 +184,68 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
 
     tracker = Tracker.for_training(config, active=runtime.is_main, resuming=start_step > 0)
     job_id = os.environ.get("HYPERPOD_JOB_ID", "")
-    tracker.log_params({**config.to_params(), **{f"run.{k}": v for k, v in facts.items()},
-                        "run.world_size": runtime.world_size, "run.total_steps": total_steps,
-                        "run.train_examples": len(examples), "run.rows": len(plan.rows)})
+    tracker.log_params(
+        {
+            **config.to_params(),
+            **{f"run.{k}": v for k, v in facts.items()},
+            "run.world_size": runtime.world_size,
+            "run.total_steps": total_steps,
+            "run.train_examples": len(examples),
+            "run.rows": len(plan.rows),
+        }
+    )
     if start_step:
         tracker.set_tags({"hyperpod.resumed_from_step": str(start_step)})
-    log.info("training %s: %s, %d examples in %d rows, %d steps (%d per epoch), world size %d%s",
-             config.model_id, ", ".join(f"{k}={v}" for k, v in facts.items()), len(examples),
-             len(plan.rows), total_steps, plan.steps_per_epoch, runtime.world_size,
-             f", job {job_id}" if job_id else "")
+    log.info(
+        "training %s: %s, %d examples in %d rows, %d steps (%d per epoch), world size %d%s",
+        config.model_id,
+        ", ".join(f"{k}={v}" for k, v in facts.items()),
+        len(examples),
+        len(plan.rows),
+        total_steps,
+        plan.steps_per_epoch,
+        runtime.world_size,
+        f", job {job_id}" if job_id else "",
+    )
 
-    progress = Progress(total_steps, start_step, enabled=runtime.is_main, every=config.logging_steps)
+    progress = Progress(
+        total_steps, start_step, enabled=runtime.is_main, every=config.logging_steps
+    )
     kill_after = int(os.environ.get(KILL_AFTER_STEP_ENV, "0") or 0)
     last_loss = resumed_loss
     padded_total = real_total = 0.0
+    step_rates: list[float] = []
+    step_ends: list[float] = []
     status = "FAILED"
     try:
         model.train()
         for step in range(start_step, total_steps):
             started = time.perf_counter()
-            micro = [collate(rows, examples, tokenizer.pad_token_id, packing=config.packing)
-                     for rows in plan.step_micro_batches(step, runtime.rank)]
+            micro = [
+                collate(rows, examples, tokenizer.pad_token_id, packing=config.packing)
+                for rows in plan.step_micro_batches(step, runtime.rank)
+            ]
             local_targets = sum(int((b["labels"][:, 1:] != IGNORE_INDEX).sum()) for b in micro)
             (global_targets,) = _all_reduce([float(local_targets)], runtime)
-            loss_sum = torch.zeros((), dtype=torch.float64)
+            loss_sum = torch.zeros((), dtype=torch.float32, device=runtime.device)
             for index, batch in enumerate(micro):
                 _grad_sync(model, index == len(micro) - 1)
-                inputs = {k: v.to(runtime.device) for k, v in batch.items()
-                          if k in ("input_ids", "position_ids", "attention_mask")}
+                inputs = {
+                    k: v.to(runtime.device)
+                    for k, v in batch.items()
+                    if k in ("input_ids", "position_ids", "attention_mask")
+                }
                 targets = shift_labels(batch["labels"]).to(runtime.device)
                 logits = model(**inputs, use_cache=False).logits
                 token_losses = torch.nn.functional.cross_entropy(
-                    logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1),
-                    ignore_index=IGNORE_INDEX, reduction="sum")
+                    logits.reshape(-1, logits.size(-1)).float(),
+                    targets.reshape(-1),
+                    ignore_index=IGNORE_INDEX,
+                    reduction="sum",
+                )
                 # Gradients are averaged over ranks: scale so the result is sum / global targets.
                 (token_losses * runtime.world_size / max(global_targets, 1.0)).backward()
-                loss_sum += token_losses.detach().double().cpu()
+                loss_sum += token_losses.detach().float()  # no device sync per micro-batch
             grad_norm = torch.nn.utils.clip_grad_norm_(trainable, config.max_grad_norm)
             if hasattr(grad_norm, "full_tensor"):
                 grad_norm = grad_norm.full_tensor()
@@ -217,38 +258,73 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
             elapsed = time.perf_counter() - started
             last_loss = total_loss / max(global_targets, 1.0)
             tokens_seen += int(real_all)
+            step_rates.append(real_all / elapsed)
+            step_ends.append(time.perf_counter())
             real_total += real_all
             padded_total += padded_all
             done = step + 1
             lr = scheduler.get_last_lr()[0]
             progress.update(done, loss=last_loss, lr=lr, tokens_per_second=real_all / elapsed)
-            tracker.log_metrics({
-                "loss": last_loss, "learning_rate": lr, "grad_norm": float(grad_norm),
-                "tokens_per_second": real_all / elapsed, "step_seconds": elapsed,
-                "epoch": done / plan.steps_per_epoch,
-                "padding_fraction": 1.0 - real_all / max(padded_all, 1.0),
-            }, step=done)
+            if done % config.logging_steps == 0 or done == total_steps:
+                tracker.log_metrics(
+                    {
+                        "loss": last_loss,
+                        "learning_rate": lr,
+                        "grad_norm": float(grad_norm),
+                        "tokens_per_second": real_all / elapsed,
+                        "step_seconds": elapsed,
+                        "epoch": done / plan.steps_per_epoch,
+                        "padding_fraction": 1.0 - real_all / max(padded_all, 1.0),
+                    },
+                    step=done,
+                )
             if not math.isfinite(last_loss):
                 raise FloatingPointError(f"loss is {last_loss} at step {done}")
             if (config.save_steps and done % config.save_steps == 0) or done == total_steps:
-                trainer_state = {"step": done, "total_steps": total_steps, "loss": last_loss,
-                                 "tokens_seen": tokens_seen, "scheduler": scheduler.state_dict(),
-                                 "epoch": done / plan.steps_per_epoch}
-                path = save_checkpoint(config.checkpoints_path, done, model, optimizer,
-                                       trainer_state, runtime, config.save_total_limit)
+                trainer_state = {
+                    "step": done,
+                    "total_steps": total_steps,
+                    "loss": last_loss,
+                    "tokens_seen": tokens_seen,
+                    "scheduler": scheduler.state_dict(),
+                    "epoch": done / plan.steps_per_epoch,
+                }
+                path = save_checkpoint(
+                    config.checkpoints_path,
+                    done,
+                    model,
+                    optimizer,
+                    trainer_state,
+                    runtime,
+                    config.save_total_limit,
+                )
                 log.info("checkpoint saved: %s", path)
                 if kill_after and done >= kill_after and done < total_steps:
                     log.warning("%s=%d: killing this process", KILL_AFTER_STEP_ENV, kill_after)
                     os.kill(os.getpid(), signal.SIGKILL)
         progress.close()
         if start_step >= total_steps:
-            log.info("all %d steps were already done (last checkpoint): nothing to train",
-                     total_steps)
+            log.info(
+                "all %d steps were already done (last checkpoint): nothing to train", total_steps
+            )
         save_adapter(model, tokenizer, config.adapter_path, runtime)
-        results = {"final_loss": last_loss, "steps": total_steps, "resumed_from_step": start_step,
-                   "tokens_seen": tokens_seen, "world_size": runtime.world_size,
-                   "padding_fraction": 1.0 - real_total / padded_total if padded_total else None,
-                   "adapter_dir": str(config.adapter_path), **facts}
+        results = {
+            "final_loss": last_loss,
+            "steps": total_steps,
+            "resumed_from_step": start_step,
+            "tokens_seen": tokens_seen,
+            "world_size": runtime.world_size,
+            "padding_fraction": 1.0 - real_total / padded_total if padded_total else None,
+            "adapter_dir": str(config.adapter_path),
+            **facts,
+        }
+        if len(step_rates) > 3:  # the first steps include warm-up (allocations, kernels)
+            steady = sorted(step_rates[2:])
+            results["tokens_per_second_median"] = steady[len(steady) // 2]
+            walls = sorted(b - a for a, b in itertools.pairwise(step_ends[1:]))
+            results["step_seconds_median"] = walls[len(walls) // 2]
+        if runtime.device.type == "cuda":
+            results["peak_memory_gib"] = torch.cuda.max_memory_allocated(runtime.device) / 2**30
         del model, optimizer
         if config.merge_weights:
             if runtime.is_main:
@@ -262,7 +338,9 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
             out = Path(config.output_dir) / RESULTS_FILE
             out.write_text(json.dumps(results, indent=1))
             tracker.log_metrics({"final_loss": last_loss}, step=total_steps)
-            log.info("training done: final loss %.4f, adapter in %s", last_loss, config.adapter_path)
+            log.info(
+                "training done: final loss %.4f, adapter in %s", last_loss, config.adapter_path
+            )
         status = "FINISHED"
         return results
     finally:

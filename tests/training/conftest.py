@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from jupyter_hyperpod.training.synthetic import (  # noqa: E402
+from jupyter_hyperpod.training.synthetic import (
     build_random_model,
     small_tokenizer,
     write_synthetic_dataset,
@@ -49,8 +49,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer, hidden-64 Qwen2 with a 512-token BPE tokenizer carrying DeepSeek's specials."""
     target = tmp_path_factory.mktemp("tiny-qwen2")
-    build_random_model(target, tokenizer=small_tokenizer(), hidden_size=64, num_layers=2,
-                       initializer_range=0.2)
+    build_random_model(
+        target, tokenizer=small_tokenizer(), hidden_size=64, num_layers=2, initializer_range=0.2
+    )
     return target
 
 
@@ -69,9 +70,14 @@ def write_config(directory: Path, **values: Any) -> Path:
 @pytest.fixture
 def project(tmp_path: Path, tiny_model: Path, dataset_file: Path) -> Path:
     """A project directory with a config using the tiny model and the synthetic dataset."""
-    return write_config(tmp_path / "project", model_id=str(tiny_model), dataset=str(dataset_file),
-                        output_dir="model", train_dataset_path="data/train",
-                        test_dataset_path="data/test")
+    return write_config(
+        tmp_path / "project",
+        model_id=str(tiny_model),
+        dataset=str(dataset_file),
+        output_dir="model",
+        train_dataset_path="data/train",
+        test_dataset_path="data/test",
+    )
 
 
 def module_env(**extra: str) -> dict[str, str]:
@@ -84,15 +90,31 @@ def module_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_module(args: list[str], cwd: Path, *, torchrun: int = 0, timeout: float = 300,
-               **env: str) -> Any:
+def run_module(
+    args: list[str], cwd: Path, *, torchrun: int = 0, timeout: float = 300, **env: str
+) -> Any:
     import subprocess
 
     if torchrun:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   f"--nproc-per-node={torchrun}", "-m", "jupyter_hyperpod.training", *args]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={torchrun}",
+            "-m",
+            "jupyter_hyperpod.training",
+            *args,
+        ]
         env.setdefault("OMP_NUM_THREADS", "1")
     else:
         command = [sys.executable, "-m", "jupyter_hyperpod.training", *args]
-    return subprocess.run(command, cwd=cwd, env=module_env(**env), capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        command,
+        cwd=cwd,
+        env=module_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -66,7 +66,7 @@ def test_the_seed_yaml_loads_unchanged(tmp_path: Path, monkeypatch: pytest.Monke
 def test_config_errors_name_the_key(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text("model_id: m\nlearning_rat: 0.1\n")
-    with pytest.raises(ConfigError, match="learning_rat.*did you mean 'learning_rate'"):
+    with pytest.raises(ConfigError, match=r"learning_rat.*did you mean 'learning_rate'"):
         load_config(path)
     path.write_text("model_id: m\nlora_r: eight\n")
     with pytest.raises(ConfigError, match="lora_r"):
@@ -80,9 +80,16 @@ def test_config_errors_name_the_key(tmp_path: Path) -> None:
 def test_dataprep_formats_the_seed_schema_and_splits_with_a_seed(tmp_path: Path) -> None:
     source = tmp_path / "src.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in synthetic_rows(50)))
-    config = load_config(None, {"dataset": str(source), "system_prompt": "Be brief.",
-                                "train_dataset_path": str(tmp_path / "a/train"),
-                                "test_dataset_path": str(tmp_path / "a/test"), "test_size": 0.2})
+    config = load_config(
+        None,
+        {
+            "dataset": str(source),
+            "system_prompt": "Be brief.",
+            "train_dataset_path": str(tmp_path / "a/train"),
+            "test_dataset_path": str(tmp_path / "a/test"),
+            "test_size": 0.2,
+        },
+    )
     summary = prepare(config)
     assert summary == {"records": 50, "train": 40, "test": 10, "skipped": 0}
     train, test = read_split(tmp_path / "a/train"), read_split(tmp_path / "a/test")
@@ -95,8 +102,13 @@ def test_dataprep_formats_the_seed_schema_and_splits_with_a_seed(tmp_path: Path)
     )
     assert not {r["question"] for r in train} & {r["question"] for r in test}
 
-    again = config.__class__(**{**config.__dict__, "train_dataset_path": str(tmp_path / "b/train"),
-                                "test_dataset_path": str(tmp_path / "b/test")})
+    again = config.__class__(
+        **{
+            **config.__dict__,
+            "train_dataset_path": str(tmp_path / "b/train"),
+            "test_dataset_path": str(tmp_path / "b/test"),
+        }
+    )
     prepare(again)
     assert read_split(tmp_path / "b/test") == test  # same seed, same split
     other = config.__class__(**{**again.__dict__, "data_seed": 7})
@@ -112,19 +124,31 @@ def test_dataprep_reads_parquet_and_json_with_a_column_mapping(tmp_path: Path) -
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "d.parquet")
     (tmp_path / "d.json").write_text(json.dumps(rows))
     for name in ("d.parquet", "d.json"):
-        config = load_config(None, {
-            "dataset": str(tmp_path / name),
-            "column_mapping": {"question": "q", "response": "a", "reasoning": None,
-                               "system": "sys"},
-            "train_dataset_path": str(tmp_path / name / ".." / f"{name}-train"),
-            "test_dataset_path": str(tmp_path / f"{name}-test"),
-        })
+        config = load_config(
+            None,
+            {
+                "dataset": str(tmp_path / name),
+                "column_mapping": {
+                    "question": "q",
+                    "response": "a",
+                    "reasoning": None,
+                    "system": "sys",
+                },
+                "train_dataset_path": str(tmp_path / name / ".." / f"{name}-train"),
+                "test_dataset_path": str(tmp_path / f"{name}-test"),
+            },
+        )
         assert prepare(config)["records"] == 10
         record = read_split(config.train_dataset_path)[0]
         assert record["prompt"].startswith("<｜begin▁of▁sentence｜>custom<｜User｜>question ")  # noqa: RUF001
         assert record["completion"].startswith("answer ")  # no <think> block without reasoning
-    bad = load_config(None, {"dataset": str(tmp_path / "d.json"),
-                             "column_mapping": {"question": "nope", "response": "a"}})
+    bad = load_config(
+        None,
+        {
+            "dataset": str(tmp_path / "d.json"),
+            "column_mapping": {"question": "nope", "response": "a"},
+        },
+    )
     with pytest.raises(ConfigError, match="column 'nope' not in the data"):
         prepare(bad)
 
@@ -138,8 +162,14 @@ def test_real_deepseek_tokenizer_masks_the_prompt() -> None:
     [example], dropped = tokenize_records([record], tokenizer, 64)
     assert dropped == 0
     tokens = tokenizer.convert_ids_to_tokens(example.input_ids)
-    for special in ("<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<think>",  # noqa: RUF001
-                    "</think>", "<｜end▁of▁sentence｜>"):  # noqa: RUF001
+    for special in (
+        "<｜begin▁of▁sentence｜>",  # noqa: RUF001
+        "<｜User｜>",  # noqa: RUF001
+        "<｜Assistant｜>",  # noqa: RUF001
+        "<think>",
+        "</think>",
+        "<｜end▁of▁sentence｜>",  # noqa: RUF001
+    ):
         assert special in tokens  # one id each, not split into pieces
     answer_start = tokens.index("<｜Assistant｜>") + 1  # noqa: RUF001
     assert example.labels[:answer_start] == [IGNORE_INDEX] * answer_start
@@ -161,11 +191,18 @@ def test_packing_wastes_little_and_keeps_examples_apart(tiny_model: Path) -> Non
     examples, _ = tokenize_records(records, tokenizer, 256)
     waste = {}
     for packing in (True, False):
-        plan = make_plan(examples, packing=packing, max_length=256, micro_batch_size=4,
-                         world_size=1, accumulation=1, seed=0)
+        plan = make_plan(
+            examples,
+            packing=packing,
+            max_length=256,
+            micro_batch_size=4,
+            world_size=1,
+            accumulation=1,
+            seed=0,
+        )
         batches = [collate(b, examples, 0, packing=packing) for b in plan.epoch_micro_batches(0)]
-        real = sum(b["real_tokens"] for b in batches[: -1])  # last batch may wrap around
-        padded = sum(b["padded_tokens"] for b in batches[: -1])
+        real = sum(b["real_tokens"] for b in batches[:-1])  # last batch may wrap around
+        padded = sum(b["padded_tokens"] for b in batches[:-1])
         waste[packing] = 1 - real / padded
     assert waste[True] < 0.05 < waste[False]
 
@@ -173,8 +210,9 @@ def test_packing_wastes_little_and_keeps_examples_apart(tiny_model: Path) -> Non
     a, b = examples[0], examples[1]
     packed = collate([[0, 1]], examples, 0, packing=True)
     with torch.no_grad():
-        together = model(input_ids=packed["input_ids"], position_ids=packed["position_ids"],
-                         use_cache=False).logits[0]
+        together = model(
+            input_ids=packed["input_ids"], position_ids=packed["position_ids"], use_cache=False
+        ).logits[0]
         alone_a = model(input_ids=torch.tensor([a.input_ids])).logits[0]
         alone_b = model(input_ids=torch.tensor([b.input_ids])).logits[0]
     torch.testing.assert_close(together[: len(a)], alone_a, atol=1e-4, rtol=1e-4)
@@ -185,8 +223,15 @@ def test_batch_order_is_a_function_of_seed_and_step() -> None:
     from jupyter_hyperpod.training.batching import Example
 
     examples = [Example([1] * (5 + i % 7), [1] * (5 + i % 7)) for i in range(37)]
-    plan = make_plan(examples, packing=False, max_length=64, micro_batch_size=2, world_size=2,
-                     accumulation=2, seed=3)
+    plan = make_plan(
+        examples,
+        packing=False,
+        max_length=64,
+        micro_batch_size=2,
+        world_size=2,
+        accumulation=2,
+        seed=3,
+    )
     assert plan.steps_per_epoch == 5  # ceil(19 micro-batches / (2 ranks x 2 accumulated))
     seen = []
     for step in range(plan.steps_per_epoch):

@@ -26,9 +26,22 @@ def test_qlora_trains_evaluates_merges_and_reports_to_mlflow(project: Path) -> N
     import torch
 
     cwd = project.parent
-    trained = run_module(["train", "--config", project.name, "--set", "max_steps=40",
-                          "--set", "save_steps=20", "--set", "merge_weights=true"],
-                         cwd, HYPERPOD_JOB_ID="ft-job-1", HYPERPOD_JOB_NAME="ft")
+    trained = run_module(
+        [
+            "train",
+            "--config",
+            project.name,
+            "--set",
+            "max_steps=40",
+            "--set",
+            "save_steps=20",
+            "--set",
+            "merge_weights=true",
+        ],
+        cwd,
+        HYPERPOD_JOB_ID="ft-job-1",
+        HYPERPOD_JOB_NAME="ft",
+    )
     ok(trained)
     summary = results(project)
     assert summary["quantization"] == "nf4" and summary["parallelism"] == "single"
@@ -46,8 +59,9 @@ def test_qlora_trains_evaluates_merges_and_reports_to_mlflow(project: Path) -> N
     assert {"tokens_per_second", "learning_rate", "grad_norm"} <= set(metrics.metrics)
     assert read_job_metrics(uri, "another-job").run is None
 
-    evaluated = run_module(["evaluate", "--config", project.name], cwd,
-                           HYPERPOD_JOB_ID="eval-job-1")
+    evaluated = run_module(
+        ["evaluate", "--config", project.name], cwd, HYPERPOD_JOB_ID="eval-job-1"
+    )
     ok(evaluated)
     rouge = json.loads((cwd / "model" / "eval" / "rouge.json").read_text())
     assert set(rouge["finetuned"]) == {"rouge1", "rouge2", "rougeL", "rougeLsum"}
@@ -56,7 +70,8 @@ def test_qlora_trains_evaluates_merges_and_reports_to_mlflow(project: Path) -> N
     # Evaluation logs into the training run, which the evaluation job's id also finds.
     after = read_job_metrics(uri, "ft-job-1")
     assert after.metrics["eval_rougeL_finetuned"][0].value == pytest.approx(
-        rouge["finetuned"]["rougeL"])
+        rouge["finetuned"]["rougeL"]
+    )
     assert read_job_metrics(uri, "eval-job-1").run.run_id == after.run.run_id  # type: ignore[union-attr]
 
     # The merged model computes what base + adapter compute.
@@ -66,24 +81,40 @@ def test_qlora_trains_evaluates_merges_and_reports_to_mlflow(project: Path) -> N
     merged = AutoModelForCausalLM.from_pretrained(cwd / "model" / "merged").eval()
     base = AutoModelForCausalLM.from_pretrained(
         json.loads((cwd / "model" / "adapter" / "adapter_config.json").read_text())[
-            "base_model_name_or_path"])
+            "base_model_name_or_path"
+        ]
+    )
     adapted = PeftModel.from_pretrained(base, cwd / "model" / "adapter").eval()
     ids = torch.tensor([[1, 5, 9, 42, 7]])
     with torch.no_grad():
-        torch.testing.assert_close(merged(input_ids=ids).logits, adapted(input_ids=ids).logits,
-                                   atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(
+            merged(input_ids=ids).logits, adapted(input_ids=ids).logits, atol=1e-4, rtol=1e-4
+        )
 
 
 def test_a_killed_job_resumes_from_its_checkpoint_to_the_same_loss(project: Path) -> None:
     cwd = project.parent
     # Plain LoRA here (QLoRA is covered above): the resume logic is the same, the imports lighter.
-    common = ["train", "--config", project.name, "--set", "max_steps=12", "--set", "save_steps=6",
-              "--set", "quantization=none"]
+    common = [
+        "train",
+        "--config",
+        project.name,
+        "--set",
+        "max_steps=12",
+        "--set",
+        "save_steps=6",
+        "--set",
+        "quantization=none",
+    ]
     unbroken = run_module([*common, "--set", "output_dir=unbroken"], cwd, HYPERPOD_JOB_ID="u-1")
     ok(unbroken)
 
-    killed = run_module([*common, "--set", "output_dir=broken"], cwd, HYPERPOD_JOB_ID="b-1",
-                        HYPERPOD_TRAIN_KILL_AFTER_STEP="6")
+    killed = run_module(
+        [*common, "--set", "output_dir=broken"],
+        cwd,
+        HYPERPOD_JOB_ID="b-1",
+        HYPERPOD_TRAIN_KILL_AFTER_STEP="6",
+    )
     assert killed.returncode == -signal.SIGKILL
     assert [step for step, _ in list_checkpoints(cwd / "broken" / "checkpoints")] == [6]
     assert not (cwd / "broken" / "adapter").exists()
@@ -99,14 +130,28 @@ def test_a_killed_job_resumes_from_its_checkpoint_to_the_same_loss(project: Path
     assert [p.step for p in metrics.metrics["loss"]] == list(range(1, 13))
     unbroken_losses = read_job_metrics(f"sqlite:///{cwd / 'unbroken' / 'mlflow.db'}", "u-1")
     assert [p.value for p in metrics.metrics["loss"]] == [
-        p.value for p in unbroken_losses.metrics["loss"]]
+        p.value for p in unbroken_losses.metrics["loss"]
+    ]
 
 
 def test_two_ranks_really_shard_with_fsdp_under_torchrun(project: Path) -> None:
     cwd = project.parent
-    run = run_module(["train", "--config", project.name, "--set", "max_steps=16",
-                      "--set", "save_steps=8", "--set", "per_device_train_batch_size=2"],
-                     cwd, torchrun=2, HYPERPOD_JOB_ID="fsdp-1")
+    run = run_module(
+        [
+            "train",
+            "--config",
+            project.name,
+            "--set",
+            "max_steps=16",
+            "--set",
+            "save_steps=8",
+            "--set",
+            "per_device_train_batch_size=2",
+        ],
+        cwd,
+        torchrun=2,
+        HYPERPOD_JOB_ID="fsdp-1",
+    )
     ok(run)
     summary = results(project)
     assert summary["parallelism"] == "fsdp" and summary["world_size"] == 2

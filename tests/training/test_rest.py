@@ -15,11 +15,13 @@ from .conftest import REPO, write_config
 
 
 @pytest.fixture
-def hyperpod_config(hyperpod_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-                    ) -> dict[str, Any]:
+def hyperpod_config(
+    hyperpod_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     # Jobs run `python -m jupyter_hyperpod.training` with this interpreter and this checkout.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO),
-                                                                  os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    )
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return {**hyperpod_config, "cluster_python": sys.executable}
@@ -31,18 +33,37 @@ async def test_qlora_template_runs_on_two_local_ranks_and_reports_metrics(
     write_config(partition / "proj", model_id=str(tiny_model), dataset=str(dataset_file))
 
     templates = (await api.get("templates")).body
-    names = [t["name"] for t in (templates["templates"] if isinstance(templates, dict) else templates)]
+    names = [
+        t["name"] for t in (templates["templates"] if isinstance(templates, dict) else templates)
+    ]
     assert {"qlora-finetune", "evaluate"} <= set(names)
 
-    bad = await api.post("jobs", {"name": "ft", "template": "qlora-finetune",
-                                  "params": {"config": "proj/missing.yaml"}})
+    bad = await api.post(
+        "jobs",
+        {"name": "ft", "template": "qlora-finetune", "params": {"config": "proj/missing.yaml"}},
+    )
     assert bad.status == 400 and bad.body["error"]["field"] == "params.config"
 
-    job = await api.submit({"name": "ft", "template": "qlora-finetune", "params": {
-        "config": "proj/args-fine-tuning.yaml", "max_steps": 12, "save_steps": 6,
-        "procs_per_node": 2, "output_dir": "proj/out"}})
-    assert job["spec"]["command"][1:6] == ["-m", "jupyter_hyperpod.training", "train",
-                                           "--config", "args-fine-tuning.yaml"]
+    job = await api.submit(
+        {
+            "name": "ft",
+            "template": "qlora-finetune",
+            "params": {
+                "config": "proj/args-fine-tuning.yaml",
+                "max_steps": 12,
+                "save_steps": 6,
+                "procs_per_node": 2,
+                "output_dir": "proj/out",
+            },
+        }
+    )
+    assert job["spec"]["command"][1:6] == [
+        "-m",
+        "jupyter_hyperpod.training",
+        "train",
+        "--config",
+        "args-fine-tuning.yaml",
+    ]
     assert "output_dir=out" in job["spec"]["command"]  # partition path made relative to the config
     done = await api.wait_for(job["id"], {"SUCCEEDED", "FAILED"}, timeout=420)
     log = (await api.get(f"jobs/{job['id']}/logs", rank=0, tail=200)).body["text"]
@@ -59,9 +80,18 @@ async def test_qlora_template_runs_on_two_local_ranks_and_reports_metrics(
     assert [p["step"] for p in metrics["metrics"]["loss"]] == list(range(1, 13))
     assert metrics["metrics"]["loss"][-1]["value"] < metrics["metrics"]["loss"][0]["value"]
 
-    evaluation = await api.submit({"name": "ev", "template": "evaluate", "params": {
-        "config": "proj/args-fine-tuning.yaml", "eval_max_samples": 4, "max_new_tokens": 8,
-        "output_dir": "proj/out"}})
+    evaluation = await api.submit(
+        {
+            "name": "ev",
+            "template": "evaluate",
+            "params": {
+                "config": "proj/args-fine-tuning.yaml",
+                "eval_max_samples": 4,
+                "max_new_tokens": 8,
+                "output_dir": "proj/out",
+            },
+        }
+    )
     done = await api.wait_for(evaluation["id"], {"SUCCEEDED", "FAILED"}, timeout=300)
     log = (await api.get(f"jobs/{evaluation['id']}/logs", rank=0, tail=200)).body["text"]
     assert done["state"] == "SUCCEEDED", log

@@ -40,26 +40,47 @@ def settings(fs_root: Path, tmp_path: Path, **kubernetes: Any) -> HyperPodSettin
 @pytest.fixture
 def fs(tmp_path: Path) -> Path:
     root = tmp_path / "fsx"
-    scaffold_project(root / "Data-Scientist" / "r1", model_id="deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
-                     dataset="FreedomIntelligence/medical-o1-reasoning-SFT")
+    scaffold_project(
+        root / "Data-Scientist" / "r1",
+        model_id="deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
+        dataset="FreedomIntelligence/medical-o1-reasoning-SFT",
+    )
     return root
 
 
-FORM = {"config": "r1/args-fine-tuning.yaml", "model_id": "models/qwen", "max_steps": "200",
-        "nodes": 2, "procs_per_node": 4, "merge_weights": "false"}
+FORM = {
+    "config": "r1/args-fine-tuning.yaml",
+    "model_id": "models/qwen",
+    "max_steps": "200",
+    "nodes": 2,
+    "procs_per_node": 4,
+    "merge_weights": "false",
+}
 
 
 def test_spec_runs_the_module_in_the_config_directory(fs: Path) -> None:
     context = TemplateContext("slurm", str(fs / "Data-Scientist"), None, "python3")
     spec = get_template("qlora-finetune").make_spec("ft", FORM, context)
     assert spec.workdir == "r1"
-    assert spec.command == ["python3", "-m", "jupyter_hyperpod.training", "train", "--config",
-                            "args-fine-tuning.yaml", "--set", "model_id=../models/qwen",
-                            "--set", "max_steps=200", "--set", "merge_weights=false"]
+    assert spec.command == [
+        "python3",
+        "-m",
+        "jupyter_hyperpod.training",
+        "train",
+        "--config",
+        "args-fine-tuning.yaml",
+        "--set",
+        "model_id=../models/qwen",
+        "--set",
+        "max_steps=200",
+        "--set",
+        "merge_weights=false",
+    ]
     assert (spec.nodes, spec.procs_per_node, spec.gpus_per_node) == (2, 4, 4)
     assert spec.auto_resume and spec.max_retries == 3
     local = get_template("qlora-finetune").make_spec(
-        "ft", FORM, TemplateContext("local", str(fs / "Data-Scientist"), None, "python3"))
+        "ft", FORM, TemplateContext("local", str(fs / "Data-Scientist"), None, "python3")
+    )
     assert local.gpus_per_node == 0  # this machine: no GPU unless asked
     with pytest.raises(InvalidRequest) as error:
         get_template("evaluate").make_spec("ev", {"config": "r1/nope.yaml"}, context)
@@ -72,7 +93,11 @@ def test_spec_runs_the_module_in_the_config_directory(fs: Path) -> None:
 def test_a_literal_tracking_uri_in_the_config_goes_to_the_job(fs: Path) -> None:
     path = fs / "Data-Scientist" / "r1" / CONFIG_NAME
     data = yaml.safe_load(path.read_text())
-    path.write_text(yaml.safe_dump({**data, "mlflow_uri": "arn:aws:sagemaker:us-east-1:1:mlflow-tracking-server/x"}))
+    path.write_text(
+        yaml.safe_dump(
+            {**data, "mlflow_uri": "arn:aws:sagemaker:us-east-1:1:mlflow-tracking-server/x"}
+        )
+    )
     context = TemplateContext("kubernetes", str(fs / "Data-Scientist"), None, "python3")
     spec = get_template("qlora-finetune").make_spec("ft", FORM, context)
     assert spec.env["MLFLOW_TRACKING_URI"].startswith("arn:aws:sagemaker")
@@ -90,8 +115,9 @@ def test_slurm_preview_launches_torchrun_on_every_node(fs: Path, tmp_path: Path)
     assert "torchrun --nnodes=2 --nproc-per-node=4" in text
     assert "python3 -m jupyter_hyperpod.training train --config args-fine-tuning.yaml" in text
     assert "/Data-Scientist/r1" in text  # runs in the config's directory on the cluster
-    evaluation = service.render({"name": "ev", "template": "evaluate",
-                                 "params": {"config": "r1/args-fine-tuning.yaml"}})
+    evaluation = service.render(
+        {"name": "ev", "template": "evaluate", "params": {"config": "r1/args-fine-tuning.yaml"}}
+    )
     assert "jupyter_hyperpod.training evaluate --config args-fine-tuning.yaml" in evaluation.text
 
 
@@ -100,8 +126,9 @@ def test_kubernetes_preview_is_a_pytorchjob_with_the_module(fs: Path, tmp_path: 
 
     conf = settings(fs, tmp_path)
     service = HyperPodService(conf, orchestrator=KubernetesOrchestrator(settings=conf))
-    rendered = service.render({"name": "ft", "template": "qlora-finetune",
-                               "params": {**FORM, "efa_per_node": 1}})
+    rendered = service.render(
+        {"name": "ft", "template": "qlora-finetune", "params": {**FORM, "efa_per_node": 1}}
+    )
     manifest = yaml.safe_load(rendered.text)
     worker = manifest["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 2
@@ -116,8 +143,13 @@ def test_kubernetes_preview_is_a_pytorchjob_with_the_module(fs: Path, tmp_path: 
 
 def test_scaffold_writes_a_project_that_loads_and_runs(fs: Path) -> None:
     project = fs / "Data-Scientist" / "r1"
-    for name in ("download_model.py", "scripts/dataprep.py", "scripts/train.py",
-                 "scripts/evaluation.py", "README.md"):
+    for name in (
+        "download_model.py",
+        "scripts/dataprep.py",
+        "scripts/train.py",
+        "scripts/evaluation.py",
+        "README.md",
+    ):
         assert (project / name).is_file()
     config = load_config(project / CONFIG_NAME)
     assert config.model_source == "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"
@@ -127,18 +159,25 @@ def test_scaffold_writes_a_project_that_loads_and_runs(fs: Path) -> None:
     with pytest.raises(FileExistsError):
         scaffold_project(project)
     # The thin entry scripts reach the module (an offline download fails with a clear message).
-    result = subprocess.run([sys.executable, str(project / "download_model.py")], cwd=fs,
-                            env=module_env(HF_HUB_OFFLINE="1"), capture_output=True, text=True,
-                            timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, str(project / "download_model.py")],
+        cwd=fs,
+        env=module_env(HF_HUB_OFFLINE="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 1
     assert "hub is unreachable" in result.stdout + result.stderr
 
 
-def test_download_uses_a_local_directory_and_explains_failures(tmp_path: Path,
-                                                               tiny_model: Path) -> None:
+def test_download_uses_a_local_directory_and_explains_failures(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     from jupyter_hyperpod.training.download import DownloadError, download_model
 
     assert download_model(str(tiny_model), tmp_path / "unused") == tiny_model
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DownloadError, match="without config.json"):
+    with pytest.raises(DownloadError, match=r"without config\.json"):
         download_model(str(tmp_path / "empty"), tmp_path / "x")

@@ -1,0 +1,212 @@
+"""Step time of our training loop vs a plain Hugging Face Trainer loop, same model and data (CPU).
+
+    PYTHONPATH=. python bench/training/step_time.py [--steps 30] [--hidden 256] [--layers 4]
+
+Both train the same LoRA adapter (r 8, all linear layers, gradient checkpointing) on the same
+randomly initialised Qwen2 and the same tokenized examples, without packing so that both see
+padded batches of the same kind; each side runs twice, interleaved, and the best median counts
+(the machine is shared). Prints the median wall time between consecutive step ends (so batch
+collation, logging and the progress bar count) and padded tokens per second.
+Target: ours / Trainer <= 1.02.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def build(tmp: Path, hidden: int, layers: int, rows: int) -> tuple[Path, Path]:
+    from jupyter_hyperpod.training.synthetic import (
+        build_random_model,
+        small_tokenizer,
+        write_synthetic_dataset,
+    )
+
+    model_dir = tmp / "model"
+    build_random_model(
+        model_dir,
+        tokenizer=small_tokenizer(),
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=max(2, hidden // 64),
+        num_kv_heads=2,
+    )
+    return model_dir, write_synthetic_dataset(tmp / "data.jsonl", rows)
+
+
+def common_config(model_dir: Path, data: Path, tmp: Path, steps: int) -> dict:
+    return {
+        "model_id": str(model_dir),
+        "dataset": str(data),
+        "output_dir": str(tmp / "ours"),
+        "train_dataset_path": str(tmp / "prepared/train"),
+        "test_dataset_path": str(tmp / "prepared/test"),
+        "quantization": "none",
+        "packing": False,
+        "max_steps": steps,
+        "save_steps": 0,
+        "per_device_train_batch_size": 4,
+        "learning_rate": 2e-4,
+        "max_seq_length": 512,
+        "system_prompt": "You answer questions.",
+        "log_system_metrics": False,
+        "logging_steps": 1000,
+    }
+
+
+def run_ours(values: dict, tag: str) -> tuple[float, float]:
+    """A fresh process per run, as a job would be."""
+    import subprocess
+
+    import yaml
+
+    out = Path(values["output_dir"] + "-" + tag)
+    config_file = out.parent / f"ours-{tag}.yaml"
+    config_file.write_text(yaml.safe_dump({**values, "output_dir": str(out)}))
+    env = {
+        **os.environ,
+        "HYPERPOD_JOB_ID": f"bench-{tag}",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    env.pop("MLFLOW_TRACKING_URI", None)
+    subprocess.run(
+        [sys.executable, "-m", "jupyter_hyperpod.training", "train", "--config", str(config_file)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    results = json.loads((out / "train_results.json").read_text())
+    # Our tokens/s counts real tokens: convert to padded tokens like the Trainer side.
+    padded_rate = results["tokens_per_second_median"] / (1.0 - results["padding_fraction"])
+    return results["step_seconds_median"], padded_rate
+
+
+def run_trainer(values: dict, tag: str) -> tuple[float, float]:
+    import torch
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from jupyter_hyperpod.training.batching import IGNORE_INDEX, tokenize_records
+    from jupyter_hyperpod.training.config import config_from_dict
+    from jupyter_hyperpod.training.dataprep import read_split
+    from jupyter_hyperpod.training.model import add_lora, load_base_model, load_tokenizer
+
+    config = config_from_dict(values)
+    torch.manual_seed(config.seed)
+    tokenizer = load_tokenizer(config.model_id)
+    examples, _ = tokenize_records(
+        read_split(config.train_dataset_path), tokenizer, config.max_seq_length
+    )
+    model = add_lora(
+        load_base_model(
+            config.model_id, quantization="none", dtype=torch.float32, device=torch.device("cpu")
+        ),
+        config,
+    )
+    dataset = [{"input_ids": e.input_ids, "labels": e.labels} for e in examples]
+    pad = tokenizer.pad_token_id
+
+    def collate(features: list[dict]) -> dict:
+        width = max(len(f["input_ids"]) for f in features)
+        ids = torch.full((len(features), width), pad)
+        labels = torch.full((len(features), width), IGNORE_INDEX)
+        mask = torch.zeros((len(features), width), dtype=torch.long)
+        for i, f in enumerate(features):
+            n = len(f["input_ids"])
+            ids[i, :n] = torch.tensor(f["input_ids"])
+            labels[i, :n] = torch.tensor(f["labels"])
+            mask[i, :n] = 1
+        return {"input_ids": ids, "labels": labels, "attention_mask": mask}
+
+    class Timer(TrainerCallback):
+        def __init__(self) -> None:
+            self.ends: list[float] = []
+            self.tokens: list[int] = []
+
+        def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+            self.ends.append(time.perf_counter())
+
+    timer = Timer()
+    args = TrainingArguments(
+        output_dir=values["output_dir"] + f"-hf-{tag}",
+        per_device_train_batch_size=4,
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        logging_steps=1000,
+        report_to=[],
+        save_strategy="no",
+        gradient_checkpointing=True,
+        gradient_checkpointing_kwargs={"use_reentrant": False},
+        use_cpu=True,
+        seed=config.seed,
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+        remove_unused_columns=False,
+    )
+    trainer = Trainer(
+        model=model, args=args, train_dataset=dataset, data_collator=collate, callbacks=[timer]
+    )
+    padded: list[int] = []
+    original = trainer.training_step
+
+    def counting_step(model, inputs, num_items_in_batch=None):  # type: ignore[no-untyped-def]
+        padded.append(int(inputs["input_ids"].numel()))
+        return original(model, inputs, num_items_in_batch)
+
+    trainer.training_step = counting_step  # type: ignore[method-assign]
+    trainer.train()
+    walls = [b - a for a, b in zip(timer.ends, timer.ends[1:], strict=False)][2:]
+    step = statistics.median(walls)
+    rates = [n / w for n, w in zip(padded[3:], walls[1:], strict=False)]
+    return step, statistics.median(rates)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--rows", type=int, default=600)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        model_dir, data = build(tmp, args.hidden, args.layers, args.rows)
+        values = common_config(model_dir, data, tmp, args.steps)
+        from jupyter_hyperpod.training.config import config_from_dict
+        from jupyter_hyperpod.training.dataprep import prepare
+
+        prepare(config_from_dict(values))
+        ours, theirs = [], []
+        for attempt in range(2):
+            theirs.append(run_trainer(values, str(attempt)))
+            ours.append(run_ours(values, str(attempt)))
+    best_ours = min(ours)
+    best_theirs = min(theirs)
+    print()
+    print(
+        f"model: Qwen2 hidden {args.hidden}, {args.layers} layers, LoRA r8 all-linear, "
+        f"batch 4, no packing, {args.steps} steps, {torch.get_num_threads()} thread(s)"
+    )
+    print(f"{'loop':<28}{'median s/step':>16}{'padded tok/s':>16}")
+    print(f"{'Hugging Face Trainer':<28}{best_theirs[0]:>16.4f}{best_theirs[1]:>16.0f}")
+    print(f"{'jupyter_hyperpod.training':<28}{best_ours[0]:>16.4f}{best_ours[1]:>16.0f}")
+    print(f"ratio ours/Trainer (step time): {best_ours[0] / best_theirs[0]:.3f} (target <= 1.02)")
+    print(
+        f"all attempts (s/step): Trainer {[round(t[0], 4) for t in theirs]}, "
+        f"ours {[round(o[0], 4) for o in ours]}"
+    )
+
+
+if __name__ == "__main__":
+    main()
