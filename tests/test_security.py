@@ -164,6 +164,21 @@ async def test_arguments_never_pass_through_a_shell(
             "whole number",
         ),
         (
+            {"name": "x", "template": "script", "params": {"script": "nope.py"}},
+            "params.script",
+            "does not exist",
+        ),
+        (
+            {"name": "x", "template": "script", "params": {"script": "../a.py"}},
+            "params.script",
+            "above your partition",
+        ),
+        (
+            {"name": "x", "template": "script", "params": {"script": "a.py", "env": "1BAD=x"}},
+            "params.env",
+            "not a valid environment variable",
+        ),
+        (
             {"name": "x", "template": "script", "params": {"script": "a.py", "colour": 1}},
             "params.colour",
             "unknown parameter",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class HyperPodError(Exception):
     """Base error: `code` is stable for clients, `message` is for a person, `field` names the input."""
@@ -57,3 +59,19 @@ class BackendError(HyperPodError):
 
     status = 502
     code = "backend_error"
+
+
+def validation_error(error: ValidationError, prefix: str = "") -> InvalidRequest:
+    """The first pydantic error as a message a person can act on, naming the field."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or None
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "missing":
+        message = "this field is required"
+    elif first["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif first["type"] == "string_pattern_mismatch" and field == "name":
+        message = "use lowercase letters, digits and '-', starting and ending with a letter or digit (max 52)"
+    if prefix and field:
+        field = f"{prefix}{field}"
+    return InvalidRequest(f"{field}: {message}" if field else message, field=field)

@@ -208,6 +208,9 @@ class TemplateParam(BaseModel):
     minimum: float | None = None
     maximum: float | None = None
     group: str = Field("job", description="Form section: job, resources, training, advanced")
+    must_exist: bool = Field(
+        False, description="For paths: must name an existing file or directory of the partition"
+    )
 
 
 class TemplateInfo(BaseModel):

@@ -20,7 +20,7 @@ from ..backends import create_orchestrator
 from ..backends.base import JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..files import Partition, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
-from .errors import InvalidRequest, NotFound
+from .errors import InvalidRequest, NotFound, validation_error
 from .models import (
     ClusterInfo,
     FileListing,
@@ -34,6 +34,7 @@ from .models import (
     Node,
     Rendered,
     TemplateInfo,
+    TemplateParam,
     TemplateSubmission,
 )
 from .settings import HyperPodSettings
@@ -43,22 +44,6 @@ log = logging.getLogger(__name__)
 
 MAX_TAIL_LINES = 100_000
 JOBS_DIR = ".hyperpod/jobs"
-
-
-def validation_error(error: ValidationError, prefix: str = "") -> InvalidRequest:
-    """The first pydantic error as a message a person can act on, naming the field."""
-    first = error.errors()[0]
-    field = ".".join(str(part) for part in first["loc"]) or None
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "missing":
-        message = "this field is required"
-    elif first["type"] == "extra_forbidden":
-        message = "unknown field"
-    elif first["type"] == "string_pattern_mismatch" and field == "name":
-        message = "use lowercase letters, digits and '-', starting and ending with a letter or digit (max 52)"
-    if prefix and field:
-        field = f"{prefix}{field}"
-    return InvalidRequest(f"{field}: {message}" if field else message, field=field)
 
 
 class HyperPodService:
@@ -184,13 +169,22 @@ class HyperPodService:
                 submission = TemplateSubmission.model_validate(body)
             except ValidationError as error:
                 raise validation_error(error) from None
-            return get_template(submission.template).make_spec(
-                submission.name, submission.params, self.template_context()
-            )
+            template = get_template(submission.template)
+            spec = template.make_spec(submission.name, submission.params, self.template_context())
+            self._check_paths_exist(template.info.params, spec.params)
+            return spec
         try:
             return JobSpec.model_validate(body)
         except ValidationError as error:
             raise validation_error(error) from None
+
+    def _check_paths_exist(self, params: list[TemplateParam], values: dict[str, Any]) -> None:
+        for param in params:
+            value = values.get(param.name)
+            if param.type == "path" and param.must_exist and value:
+                field = f"params.{param.name}"
+                if not self.partition.resolve(str(value), field=field).exists():
+                    raise InvalidRequest(f"'{value}' does not exist in your partition", field=field)
 
     def _launch(self, spec: JobSpec, job_id: str) -> Launch:
         try:

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import InvalidRequest
+from pydantic import ValidationError
+
+from ..core.errors import InvalidRequest, validation_error
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
 
 
@@ -30,7 +32,15 @@ class Template:
 
     def make_spec(self, name: str, params: dict[str, Any], context: TemplateContext) -> JobSpec:
         checked = check_params(self.info.params, params)
-        spec = self.build(name, checked, context)
+        try:
+            spec = self.build(name, checked, context)
+        except ValidationError as error:
+            # The spec refused a value a parameter gave it: name that parameter, not the spec field.
+            field = str(error.errors()[0]["loc"][0]) if error.errors()[0]["loc"] else ""
+            declared = {param.name for param in self.info.params}
+            raise validation_error(
+                error, prefix="params." if field in declared else "spec."
+            ) from None
         return spec.model_copy(update={"template": self.info.name, "params": checked})
 
 

@@ -16,6 +16,7 @@ PARAMS = [
         title="Script",
         type="path",
         required=True,
+        must_exist=True,
         group="job",
         description="Script or program in the partition, e.g. project/train.py",
     ),
