@@ -4,7 +4,8 @@
 
 Both train the same LoRA adapter (r 8, all linear layers, gradient checkpointing) on the same
 randomly initialised Qwen2 and the same tokenized examples, without packing so that both see
-padded batches of the same kind; each side runs twice, interleaved, and the best median counts
+the very same padded batches in the same order (the Trainer reads our batch plan
+sequentially); each side runs twice, interleaved, and the best median counts
 (the machine is shared). Prints the median wall time between consecutive step ends (so batch
 collation, logging and the progress bar count) and padded tokens per second.
 Target: ours / Trainer <= 1.02.
@@ -64,26 +65,14 @@ def common_config(model_dir: Path, data: Path, tmp: Path, steps: int) -> dict:
 
 
 def run_ours(values: dict, tag: str) -> tuple[float, float]:
-    """A fresh process per run, as a job would be."""
-    import subprocess
-
-    import yaml
+    """In this process, like the Trainer side (same threads, same warm caches)."""
+    from jupyter_hyperpod.training.config import config_from_dict
+    from jupyter_hyperpod.training.train import train
 
     out = Path(values["output_dir"] + "-" + tag)
-    config_file = out.parent / f"ours-{tag}.yaml"
-    config_file.write_text(yaml.safe_dump({**values, "output_dir": str(out)}))
-    env = {
-        **os.environ,
-        "HYPERPOD_JOB_ID": f"bench-{tag}",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-    }
-    env.pop("MLFLOW_TRACKING_URI", None)
-    subprocess.run(
-        [sys.executable, "-m", "jupyter_hyperpod.training", "train", "--config", str(config_file)],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    os.environ["HYPERPOD_JOB_ID"] = f"bench-{tag}"
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    train(config_from_dict({**values, "output_dir": str(out)}))
     results = json.loads((out / "train_results.json").read_text())
     # Our tokens/s counts real tokens: convert to padded tokens like the Trainer side.
     padded_rate = results["tokens_per_second_median"] / (1.0 - results["padding_fraction"])
@@ -92,9 +81,10 @@ def run_ours(values: dict, tag: str) -> tuple[float, float]:
 
 def run_trainer(values: dict, tag: str) -> tuple[float, float]:
     import torch
+    from torch.utils.data import SequentialSampler
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    from jupyter_hyperpod.training.batching import IGNORE_INDEX, tokenize_records
+    from jupyter_hyperpod.training.batching import IGNORE_INDEX, make_plan, tokenize_records
     from jupyter_hyperpod.training.config import config_from_dict
     from jupyter_hyperpod.training.dataprep import read_split
     from jupyter_hyperpod.training.model import add_lora, load_base_model, load_tokenizer
@@ -111,7 +101,18 @@ def run_trainer(values: dict, tag: str) -> tuple[float, float]:
         ),
         config,
     )
-    dataset = [{"input_ids": e.input_ids, "labels": e.labels} for e in examples]
+    # Exactly our loop's batches, in our order: the Trainer reads them sequentially.
+    plan = make_plan(
+        examples,
+        packing=False,
+        max_length=config.max_seq_length,
+        micro_batch_size=4,
+        world_size=1,
+        accumulation=1,
+        seed=config.seed,
+    )
+    order = [row[0] for batch in plan.epoch_micro_batches(0) for row in batch]
+    dataset = [{"input_ids": examples[i].input_ids, "labels": examples[i].labels} for i in order]
     pad = tokenizer.pad_token_id
 
     def collate(features: list[dict]) -> dict:
@@ -151,7 +152,12 @@ def run_trainer(values: dict, tag: str) -> tuple[float, float]:
         disable_tqdm=False,
         remove_unused_columns=False,
     )
-    trainer = Trainer(
+
+    class InOrder(Trainer):
+        def _get_train_sampler(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return SequentialSampler(self.train_dataset)
+
+    trainer = InOrder(
         model=model, args=args, train_dataset=dataset, data_collator=collate, callbacks=[timer]
     )
     padded: list[int] = []

@@ -57,6 +57,9 @@ class Tracker:
         self.experiment_id: str | None = None
         self.uri: str | None = None
         self._mlflow: Any = None
+        # mlflow.set_tracking_uri also sets $MLFLOW_TRACKING_URI: put it back at the end, or a
+        # second run in the same process (a notebook) would log into the first one's store.
+        self._saved_env = os.environ.get("MLFLOW_TRACKING_URI")
 
     @classmethod
     def for_training(cls, config: TrainingConfig, *, active: bool, resuming: bool) -> Tracker:
@@ -181,3 +184,7 @@ class Tracker:
             return
         self._mlflow.flush_async_logging()
         self._mlflow.end_run(status=status)
+        if self._saved_env is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = self._saved_env

@@ -74,6 +74,8 @@ def ensure_inputs(config: TrainingConfig, runtime: Runtime) -> None:
 
 
 def _all_reduce(values: list[float], runtime: Runtime) -> list[float]:
+    if not runtime.distributed:
+        return [float(v) for v in values]
     import torch
 
     tensor = torch.tensor(values, dtype=torch.float64)

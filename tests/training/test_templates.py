@@ -139,6 +139,20 @@ def test_kubernetes_preview_is_a_pytorchjob_with_the_module(fs: Path, tmp_path: 
     assert "/data/Data-Scientist/r1" in rendered.text
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["MLFLOW_TRACKING_URI"] == "http://mlflow.internal:5000"
+    # Auto-resume: restarted pods run the same command, which resumes from the last checkpoint.
+    assert worker["restartPolicy"] == "OnFailure"
+    assert manifest["metadata"]["annotations"][
+        "sagemaker.amazonaws.com/enable-job-auto-resume"
+    ] == ("true")
+    hyperpod = service.render(
+        {
+            "name": "ft",
+            "template": "qlora-finetune",
+            "params": {**FORM, "kind": "HyperPodPyTorchJob"},
+        }
+    )
+    assert yaml.safe_load(hyperpod.text)["kind"] == "HyperPodPyTorchJob"
+    assert "jupyter_hyperpod.training" in hyperpod.text
 
 
 def test_scaffold_writes_a_project_that_loads_and_runs(fs: Path) -> None:
