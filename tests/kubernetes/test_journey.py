@@ -143,18 +143,22 @@ def test_logs_continue_after_a_restart(backend: KubernetesOrchestrator, fs_root:
         nodes=2,
         auto_resume=True,
         max_retries=3,
-        env={"FAKE_RESTART_RANK": "1", "FAKE_STEPS": "6", "FAKE_STEP_SECONDS": "0.05"},
+        # The crash comes at step 10, well after the follower has started streaming (the case
+        # of a first look after the restart is the next test).
+        env={"FAKE_RESTART_RANK": "1", "FAKE_STEPS": "20", "FAKE_STEP_SECONDS": "0.2"},
     )
     job = stored(launch, backend.submit(launch))
     reader = backend.log_reader(job, 1)
-    final = wait_state(backend, job, JobState.SUCCEEDED)
+    follow_until(reader, "rank 1/2 step 2 ")
+    final = wait_state(backend, job, JobState.SUCCEEDED, timeout=30)
     assert final.ranks[1].restarts == 1
     text = follow_until(reader, "rank 1/2 done")
     lines = text.splitlines()
+    assert "rank 1/2 NCCL error: unhandled system error" in lines, text
     crash = lines.index("rank 1/2 NCCL error: unhandled system error")
     assert lines[crash + 1].startswith("[jupyter-hyperpod] worker 1 restarted")
-    assert lines[crash + 2] == "rank 1/2 resumed from checkpoint at step 3"
-    assert lines[:crash] == [f"rank 1/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(4)]
+    assert lines[crash + 2] == "rank 1/2 resumed from checkpoint at step 10"
+    assert lines[:crash] == [f"rank 1/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(11)]
     assert lines[-1] == "rank 1/2 done"
     assert len(lines) == len(set(lines)), "no line is duplicated by reconnecting"
     reader.close()

@@ -95,6 +95,7 @@ class PodLogFollower:
         self.idle_since = time.monotonic()
         self.error: str | None = None
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._ended = threading.Event()
         self._response: Any = None
         self._lock = threading.Lock()
@@ -119,6 +120,7 @@ class PodLogFollower:
         """Wait until the rank's log is complete (or the follower stops); True when done."""
         if self.done or self._thread is None:
             return self.done
+        self.nudge()
         self._ended.wait(timeout)
         return self.done
 
@@ -128,6 +130,7 @@ class PodLogFollower:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._wake.set()
         with self._lock:
             response = self._response
         if response is not None:
@@ -157,7 +160,14 @@ class PodLogFollower:
 
     # -- the loop -----------------------------------------------------------------------------
     def _wait(self, seconds: float) -> bool:
-        return self._stop.wait(seconds)
+        """Sleep until the next look; True when stopping. `nudge()` cuts the sleep short."""
+        self._wake.wait(seconds)
+        self._wake.clear()
+        return self._stop.is_set()
+
+    def nudge(self) -> None:
+        """Look again now (the job ended, or the API is back): skip the rest of a backoff."""
+        self._wake.set()
 
     def _run(self) -> None:
         delay = self.poll_interval
@@ -179,6 +189,8 @@ class PodLogFollower:
                         if self._wait(delay):
                             break
                         continue
+                    if self.error is None and delay > self.poll_interval:
+                        log.info("log follower %s reconnected", self.label)
                     if finished:
                         self.done = True
                         self._save_state()
