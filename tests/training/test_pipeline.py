@@ -37,10 +37,13 @@ def test_qlora_trains_evaluates_merges_and_reports_to_mlflow(project: Path) -> N
             "save_steps=20",
             "--set",
             "merge_weights=true",
+            "--set",
+            "log_system_metrics=true",
         ],
         cwd,
         HYPERPOD_JOB_ID="ft-job-1",
         HYPERPOD_JOB_NAME="ft",
+        MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL="1",
     )
     ok(trained)
     summary = results(project)
@@ -57,6 +60,7 @@ def test_qlora_trains_evaluates_merges_and_reports_to_mlflow(project: Path) -> N
     assert losses[-1].value < 0.4 * losses[0].value  # the loss falls
     assert summary["final_loss"] == pytest.approx(losses[-1].value)
     assert {"tokens_per_second", "learning_rate", "grad_norm"} <= set(metrics.metrics)
+    assert any(key.startswith("system/cpu") for key in metrics.metrics)  # system metrics too
     assert read_job_metrics(uri, "another-job").run is None
 
     evaluated = run_module(
