@@ -27,6 +27,7 @@ CONFIG_PARAM = TemplateParam(
     type="path",
     required=True,
     group="job",
+    must_exist=True,
     description="YAML config in your partition (the seed's args-fine-tuning.yaml works as is; "
     "`python -m jupyter_hyperpod.training scaffold <dir>` writes one)",
 )
