@@ -8,6 +8,9 @@ with sqlite:///, http(s):// and SageMaker MLflow ARN tracking URIs (the last nee
 from __future__ import annotations
 
 import logging
+import os
+import sqlite3
+from contextlib import closing
 from typing import Any
 
 from .core.models import JobMetrics, MetricPoint, MlflowRunInfo
@@ -51,10 +54,36 @@ def _downsample(points: list[MetricPoint], limit: int) -> list[MetricPoint]:
     return [*picked, points[-1]]
 
 
+def sqlite_store_ready(tracking_uri: str) -> bool:
+    """Whether a sqlite tracking store exists with its schema complete.
+
+    MLflow's client creates and migrates a sqlite store it opens: reading a store the job is still
+    creating would race its migration and corrupt it for good. A reader must never write, so a
+    store that is missing or half-made answers "no run yet" instead.
+    """
+    path = tracking_uri.removeprefix("sqlite:///")
+    if not os.path.isfile(path):
+        return False
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
+            tables = {
+                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if "alembic_version" not in tables or any(t.startswith("_alembic_tmp") for t in tables):
+                return False
+            return db.execute("SELECT COUNT(*) FROM alembic_version").fetchone()[0] > 0
+    except sqlite3.Error:
+        return False
+
+
 def read_job_metrics(tracking_uri: str | None, job_id: str) -> JobMetrics:
     """All metric histories of the job's run; an empty result with a `message` saying why not."""
     if not tracking_uri:
         return JobMetrics(message="no MLflow tracking URI is configured")
+    if tracking_uri.startswith("sqlite:///") and not sqlite_store_ready(tracking_uri):
+        return JobMetrics(
+            message="no MLflow run for this job yet (its tracking store is not created yet)"
+        )
     try:
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient

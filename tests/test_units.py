@@ -140,3 +140,23 @@ def test_log_reader_reads_while_the_file_grows(tmp_path: Path) -> None:
         os.fsync(log.fileno())
         assert reader.read(4, 100) == b"two\n"
     reader.close()
+
+
+def test_the_metrics_reader_never_creates_or_migrates_a_store(tmp_path: Path) -> None:
+    from jupyter_hyperpod.metrics import read_job_metrics
+
+    missing = tmp_path / "mlflow.db"
+    result = read_job_metrics(f"sqlite:///{missing}", "job-abc123")
+    assert result.metrics == {} and "not created yet" in (result.message or "")
+    assert not missing.exists()
+    half_made = tmp_path / "half.db"
+    import sqlite3
+
+    with sqlite3.connect(half_made) as db:
+        db.execute("CREATE TABLE experiments (id INTEGER)")
+        db.execute("CREATE TABLE _alembic_tmp_params (id INTEGER)")
+    before = half_made.read_bytes()
+    assert "not created yet" in (
+        read_job_metrics(f"sqlite:///{half_made}", "job-abc123").message or ""
+    )
+    assert half_made.read_bytes() == before
