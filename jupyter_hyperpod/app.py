@@ -14,6 +14,8 @@ from .core.service import HyperPodService
 from .core.settings import HyperPodSettings
 from .handlers import (
     JOB_ID,
+    AwsClustersHandler,
+    AwsConnectHandler,
     ClusterHandler,
     FilesHandler,
     JobHandler,
@@ -33,6 +35,8 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/openapi.json", OpenAPIHandler),
     (f"{API}/cluster", ClusterHandler),
     (f"{API}/nodes", NodesHandler),
+    (f"{API}/aws/clusters", AwsClustersHandler),
+    (f"{API}/aws/connect", AwsConnectHandler),
     (f"{API}/files", FilesHandler),
     (f"{API}/templates", TemplatesHandler),
     (f"{API}/jobs/render", RenderHandler),

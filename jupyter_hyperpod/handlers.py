@@ -143,6 +143,21 @@ class NodesHandler(HyperPodAPIHandler):
         self.send({"nodes": nodes})
 
 
+class AwsClustersHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        region = self.get_argument("region", "") or None
+        self.send(await self.run(self.service.aws_clusters, region))
+
+
+class AwsConnectHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        self.send(await self.run(self.service.aws_connect, self.json_body()))
+
+
 class FilesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized

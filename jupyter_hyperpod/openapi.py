@@ -15,6 +15,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .core.models import (
+    AwsClusterList,
+    AwsConnectRequest,
     ClusterInfo,
     ErrorResponse,
     FileListing,
@@ -43,6 +45,8 @@ class TemplateList(BaseModel):
 MODELS: list[type[BaseModel]] = [
     ClusterInfo,
     NodeList,
+    AwsClusterList,
+    AwsConnectRequest,
     FileListing,
     TemplateList,
     JobSpec,
@@ -70,6 +74,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         403: "Not authenticated, or a path outside the partition",
         404: "No such job or path",
         503: "The cluster (slurmctld, the Kubernetes API) cannot be reached now",
+        502: "AWS refused the call: the message names it",
     }
     return {str(status): _json(ErrorResponse, meaning[status]) for status in (403, *statuses)}
 
@@ -111,6 +116,41 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "Nodes with state, health and GPUs",
                 "responses": {"200": _json(NodeList, "Nodes"), **_errors(503)},
+            }
+        },
+        "/aws/clusters": {
+            "get": {
+                "summary": "The HyperPod clusters of the AWS region (EKS and Slurm)",
+                "description": (
+                    "Calls sagemaker:ListClusters and sagemaker:DescribeCluster. Missing credentials "
+                    "or permissions answer 403 naming the call and the IAM permission; no region "
+                    "answers 400 with field `region`."
+                ),
+                "parameters": [
+                    _query("region", {"type": "string"}, "Default: the server's AWS region"),
+                ],
+                "responses": {
+                    "200": _json(AwsClusterList, "Clusters"),
+                    **_errors(400, 502, 503),
+                },
+            }
+        },
+        "/aws/connect": {
+            "post": {
+                "summary": "Connect the server to an EKS HyperPod cluster",
+                "description": (
+                    "Writes the cluster's kubeconfig context (sagemaker:DescribeCluster, "
+                    "eks:DescribeCluster) and switches the server to the kubernetes orchestrator on "
+                    "it. A Slurm cluster answers 400 with field `cluster`."
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(AwsConnectRequest)}},
+                },
+                "responses": {
+                    "200": _json(ClusterInfo, "The cluster now driven"),
+                    **_errors(400, 404, 502, 503),
+                },
             }
         },
         "/files": {

@@ -72,6 +72,9 @@ class Capabilities(BaseModel):
     gpus: bool = False
     job_kinds: list[str] = Field(default_factory=list, description="Kubernetes job kinds accepted")
     render_format: Literal["command", "sbatch", "manifest"] = "command"
+    aws_connect: bool = Field(
+        False, description="The server can list HyperPod clusters and connect to one (has boto3)"
+    )
 
 
 class FileSystemInfo(BaseModel):
@@ -99,6 +102,29 @@ class ClusterInfo(BaseModel):
     details: dict[str, Any] = Field(
         default_factory=dict, description="Backend-specific facts (AWS cluster ARN...)"
     )
+
+
+class AwsCluster(BaseModel):
+    name: str
+    arn: str | None = None
+    status: str | None = None
+    orchestrator: Literal["eks", "slurm"] | None = Field(
+        None, description="None when the cluster could not be described (see error)"
+    )
+    eks_cluster_arn: str | None = None
+    connectable: bool = Field(description="An EKS cluster this server can switch to")
+    reason: str | None = Field(None, description="Why the cluster is not connectable")
+
+
+class AwsClusterList(BaseModel):
+    region: str
+    clusters: list[AwsCluster]
+
+
+class AwsConnectRequest(StrictModel):
+    cluster: str = Field(min_length=1, description="HyperPod cluster name or ARN")
+    region: str | None = Field(None, description="Default: the server's AWS region")
+    namespace: str | None = Field(None, description="Namespace of the new kubeconfig context")
 
 
 class FileEntry(BaseModel):

@@ -16,12 +16,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..backends import create_orchestrator
+from ..backends import backend_class, create_orchestrator
 from ..backends.base import JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..files import Partition, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from .errors import InvalidRequest, NotFound, validation_error
 from .models import (
+    AwsCluster,
+    AwsClusterList,
+    AwsConnectRequest,
     ClusterInfo,
     FileListing,
     FileSystemInfo,
@@ -70,6 +73,96 @@ class HyperPodService:
     def close(self) -> None:
         self.orchestrator.close()
         self.store.close()
+
+    def use_orchestrator(self, kind: str, **traits: Any) -> ClusterInfo:
+        """Switch the running service to another backend, built with the same settings (`traits`
+        override the configured ones). The new backend is built before the old one is closed, so a
+        failure leaves the service as it was; jobs stay scoped to their orchestrator and cluster."""
+        new = backend_class(kind)(settings=self.settings, **traits)
+        with self._refresh_lock:
+            old = self.orchestrator
+            self.orchestrator = new
+            self.cluster_root = PurePosixPath(
+                self.settings.cluster_fs_root or new.default_cluster_fs_root or str(self.fs_root)
+            )
+            self._cluster_name = None
+            self._last_refresh = 0.0
+        old.close()
+        log.info("orchestrator switched from %s to %s", old.kind, new.kind)
+        return self.cluster()
+
+    # -- AWS: HyperPod clusters and connect ----------------------------------------------
+    def _kubernetes_trait(self, name: str) -> str:
+        section = self.settings.config.get("KubernetesOrchestrator") or {}
+        return str(section.get(name, "") or "")
+
+    def _aws_region(self, region: str | None) -> str:
+        from ..aws.calls import session
+
+        found = region or self._kubernetes_trait("aws_region") or session().region_name
+        if not found:
+            raise InvalidRequest(
+                "no AWS region: pass region, set AWS_REGION or c.KubernetesOrchestrator.aws_region",
+                field="region",
+            )
+        return str(found)
+
+    def aws_clusters(self, region: str | None = None) -> AwsClusterList:
+        """The HyperPod clusters of the region (sagemaker:ListClusters, DescribeCluster)."""
+        from ..aws import hyperpod
+        from ..aws.calls import session
+
+        region = self._aws_region(region)
+        clusters = []
+        for item in hyperpod.list_clusters(session(region).client("sagemaker")):
+            orchestrator = item.get("orchestrator")
+            reason = None
+            if orchestrator == "slurm":
+                reason = "orchestrated by Slurm: use the slurm orchestrator from a login node"
+            elif orchestrator is None:
+                reason = (item.get("error") or {}).get("message") or "could not be described"
+            elif item.get("status") not in (None, "InService", "Updating"):
+                reason = f"the cluster is {item.get('status')}"
+            clusters.append(
+                AwsCluster(
+                    name=item.get("name") or item.get("arn") or "",
+                    arn=item.get("arn"),
+                    status=item.get("status"),
+                    orchestrator=orchestrator,
+                    eks_cluster_arn=item.get("eks_cluster_arn"),
+                    connectable=reason is None,
+                    reason=reason,
+                )
+            )
+        return AwsClusterList(region=region, clusters=clusters)
+
+    def aws_connect(self, body: Any) -> ClusterInfo:
+        """Write the kubeconfig context of an EKS HyperPod cluster and switch to it."""
+        from ..aws import discovery
+
+        if not isinstance(body, dict):
+            raise InvalidRequest("the request body must be a JSON object")
+        try:
+            request = AwsConnectRequest.model_validate(body)
+        except ValidationError as error:
+            raise validation_error(error) from None
+        region = self._aws_region(request.region or discovery.region_of(request.cluster))
+        kubeconfig = self._kubernetes_trait("kubeconfig") or discovery.default_kubeconfig()
+        result = discovery.connect(
+            request.cluster,
+            region=region,
+            kubeconfig=kubeconfig,
+            namespace=request.namespace,
+        )
+        traits: dict[str, Any] = {
+            "kubeconfig": kubeconfig,
+            "context": result["context"],
+            "hyperpod_cluster": result["hyperpod_cluster"] or result["hyperpod_cluster_arn"],
+            "aws_region": region,
+        }
+        if request.namespace:
+            traits["namespace"] = request.namespace
+        return self.use_orchestrator("kubernetes", **traits)
 
     # -- paths ---------------------------------------------------------------------------
     def to_cluster(self, path: Path) -> str:
@@ -122,7 +215,9 @@ class HyperPodService:
                 partition_mode=self.settings.partition,
                 contents_path=self.contents_path(),
             ),
-            capabilities=self.orchestrator.capabilities(),
+            capabilities=self.orchestrator.capabilities().model_copy(
+                update={"aws_connect": _boto3_available()}
+            ),
             mlflow_uri=self.mlflow_uri_for_jobs,
             default_template=self.settings.default_template,
             details=self.orchestrator.details(),
@@ -368,6 +463,12 @@ class HyperPodService:
         from ..metrics import read_job_metrics
 
         return read_job_metrics(self.mlflow_uri_for_server(data.get("mlflow_uri")), job.id)
+
+
+def _boto3_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("boto3") is not None
 
 
 def _stored(job: Job, data: dict[str, Any]) -> StoredJob:
