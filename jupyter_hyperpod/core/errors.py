@@ -37,6 +37,12 @@ class Forbidden(HyperPodError):
     code = "forbidden"
 
 
+class AwsDenied(Forbidden):
+    """AWS (not Jupyter) refused: no credentials or a missing IAM permission."""
+
+    code = "aws_denied"
+
+
 class NotFound(HyperPodError):
     status = 404
     code = "not_found"

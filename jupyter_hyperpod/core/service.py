@@ -11,6 +11,8 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -20,7 +22,7 @@ from ..backends import backend_class, create_orchestrator
 from ..backends.base import JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..files import Partition, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
-from .errors import InvalidRequest, NotFound, validation_error
+from .errors import AwsDenied, Forbidden, InvalidRequest, NotFound, validation_error
 from .models import (
     AwsCluster,
     AwsClusterList,
@@ -113,8 +115,10 @@ class HyperPodService:
         from ..aws.calls import session
 
         region = self._aws_region(region)
+        with _aws_denied():
+            found = hyperpod.list_clusters(session(region).client("sagemaker"))
         clusters = []
-        for item in hyperpod.list_clusters(session(region).client("sagemaker")):
+        for item in found:
             orchestrator = item.get("orchestrator")
             reason = None
             if orchestrator == "slurm":
@@ -148,12 +152,10 @@ class HyperPodService:
             raise validation_error(error) from None
         region = self._aws_region(request.region or discovery.region_of(request.cluster))
         kubeconfig = self._kubernetes_trait("kubeconfig") or discovery.default_kubeconfig()
-        result = discovery.connect(
-            request.cluster,
-            region=region,
-            kubeconfig=kubeconfig,
-            namespace=request.namespace,
-        )
+        with _aws_denied():
+            result = discovery.connect(
+                request.cluster, region=region, kubeconfig=kubeconfig, namespace=request.namespace
+            )
         traits: dict[str, Any] = {
             "kubeconfig": kubeconfig,
             "context": result["context"],
@@ -463,6 +465,15 @@ class HyperPodService:
         from ..metrics import read_job_metrics
 
         return read_job_metrics(self.mlflow_uri_for_server(data.get("mlflow_uri")), job.id)
+
+
+@contextmanager
+def _aws_denied() -> Iterator[None]:
+    """AWS refusals get their own code, so that clients do not take them for a Jupyter login."""
+    try:
+        yield
+    except Forbidden as error:
+        raise AwsDenied(error.message, field=error.field) from error
 
 
 def _boto3_available() -> bool:

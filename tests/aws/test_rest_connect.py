@@ -130,10 +130,13 @@ async def test_no_credentials_names_the_call_and_permission(
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     reply = await api.get("aws/clusters")
     assert reply.status == 403, reply.body
+    assert reply.body["error"]["code"] == "aws_denied"
     assert "sagemaker:ListClusters" in reply.body["error"]["message"]
     reply = await api.post("aws/connect", {"cluster": "ml-cluster"})
     assert reply.status == 403, reply.body
+    assert reply.body["error"]["code"] == "aws_denied"
     assert "sagemaker:DescribeCluster" in reply.body["error"]["message"]
+    assert (await api.get("cluster")).body["orchestrator"] == "local"
 
 
 async def test_no_region_names_the_region_field(
