@@ -3,6 +3,8 @@ import { ServerConnection } from '@jupyterlab/services';
 import { requestAPI } from './handler';
 import {
   FileSort,
+  IAwsClusterList,
+  IAwsConnectRequest,
   IClusterInfo,
   IFileListing,
   IJob,
@@ -58,6 +60,16 @@ export class HyperpodClient {
   async nodes(): Promise<INode[]> {
     const reply = await this._get<{ nodes: INode[] }>('nodes');
     return reply.nodes;
+  }
+
+  /** The HyperPod clusters of the region (default: the server's). */
+  awsClusters(region?: string): Promise<IAwsClusterList> {
+    return this._get('aws/clusters' + queryString({ region }));
+  }
+
+  /** Connect the server to an EKS HyperPod cluster; answers the cluster it now drives. */
+  awsConnect(request: IAwsConnectRequest): Promise<IClusterInfo> {
+    return this._send('POST', 'aws/connect', request);
   }
 
   files(

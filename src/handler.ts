@@ -54,7 +54,8 @@ export function errorFromBody(status: number, body: unknown): ApiError {
       : null;
   if (error && typeof error.message === 'string' && error.message) {
     let message = error.message;
-    if (status === 403 || status === 401) {
+    // aws_denied: AWS refused the server (credentials, IAM), not Jupyter the user.
+    if ((status === 403 && error.code !== 'aws_denied') || status === 401) {
       message = `${describeStatus(status)} (${error.message})`;
     } else if (status === 503) {
       message = `The cluster cannot be reached: ${error.message}`;

@@ -193,6 +193,19 @@ export class HyperpodModel implements IDisposable {
     ]);
   }
 
+  /** The server now drives another cluster (after connect): forget the old one's data. */
+  async useCluster(cluster: IClusterInfo): Promise<void> {
+    this._cluster = cluster;
+    this._clusterError = null;
+    this._nodes = null;
+    this._nodesError = null;
+    this._nodesUpdated = null;
+    this._jobs = null;
+    this._jobsOffset = 0;
+    this._changed.emit();
+    await this.refresh();
+  }
+
   refreshJobs(): Promise<void> {
     return this._jobsPoll.refresh();
   }

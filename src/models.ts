@@ -48,6 +48,32 @@ export interface ICapabilities {
   gpus: boolean;
   job_kinds: string[];
   render_format: RenderFormat;
+  /** The server can list HyperPod clusters and connect to one (it has boto3). */
+  aws_connect?: boolean;
+}
+
+/** A HyperPod cluster of the server's AWS region (GET aws/clusters). */
+export interface IAwsCluster {
+  name: string;
+  arn: string | null;
+  status: string | null;
+  orchestrator: 'eks' | 'slurm' | null;
+  eks_cluster_arn: string | null;
+  connectable: boolean;
+  /** Why the cluster is not connectable. */
+  reason: string | null;
+}
+
+export interface IAwsClusterList {
+  region: string;
+  clusters: IAwsCluster[];
+}
+
+/** POST aws/connect: the server switches to the cluster's kubeconfig context. */
+export interface IAwsConnectRequest {
+  cluster: string;
+  region?: string;
+  namespace?: string;
 }
 
 export interface IFileSystemInfo {

@@ -133,6 +133,54 @@ describe('HyperpodClient', () => {
     ]);
   });
 
+  it('lists HyperPod clusters and posts connect', async () => {
+    const { client, calls } = clientWith(call =>
+      call.method === 'POST'
+        ? { status: 200, body: { orchestrator: 'kubernetes', name: 'ml' } }
+        : {
+            status: 200,
+            body: {
+              region: 'us-west-2',
+              clusters: [{ name: 'ml', orchestrator: 'eks', connectable: true }]
+            }
+          }
+    );
+    const list = await client.awsClusters();
+    await client.awsClusters('us-west-2');
+    const info = await client.awsConnect({
+      cluster: 'ml',
+      region: 'us-west-2'
+    });
+    expect(list.clusters[0].orchestrator).toBe('eks');
+    expect(info.orchestrator).toBe('kubernetes');
+    expect(calls.map(c => [c.method, c.url.split('/api/')[1]])).toEqual([
+      ['GET', 'aws/clusters'],
+      ['GET', 'aws/clusters?region=us-west-2'],
+      ['POST', 'aws/connect']
+    ]);
+    expect(JSON.parse(calls[2].body!)).toEqual({
+      cluster: 'ml',
+      region: 'us-west-2'
+    });
+  });
+
+  it('keeps an AWS refusal apart from a Jupyter login problem', async () => {
+    const answer = (code: string, message: string) =>
+      clientWith(() => ({ status: 403, body: { error: { code, message } } }));
+    const aws: ApiError = await answer(
+      'aws_denied',
+      'no AWS credentials for sagemaker:ListClusters'
+    )
+      .client.awsClusters()
+      .catch(e => e);
+    expect(aws.message).toBe('no AWS credentials for sagemaker:ListClusters');
+    expect(aws.code).toBe('aws_denied');
+    const login: ApiError = await answer('forbidden', 'Forbidden')
+      .client.awsClusters()
+      .catch(e => e);
+    expect(login.message).toMatch(/not signed in/);
+  });
+
   it('turns a 400 with a field into an ApiError carrying the field', async () => {
     const { client } = clientWith(() => ({
       status: 400,

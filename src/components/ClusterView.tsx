@@ -18,6 +18,7 @@ import {
   StateBadge,
   useSignal
 } from './common';
+import { AwsConnect } from './AwsConnect';
 import { VirtualList } from './VirtualList';
 
 const ROW_HEIGHT = 48;
@@ -111,6 +112,7 @@ export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
           />
         </div>
       </div>
+      {cluster?.capabilities.aws_connect && <AwsConnect model={model} />}
       <ErrorMessage
         error={model.nodesError}
         stale={nodes !== null}

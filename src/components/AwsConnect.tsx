@@ -1,0 +1,143 @@
+import * as React from 'react';
+
+import { ApiError } from '../handler';
+import { asApiError, HyperpodModel } from '../model';
+import { IAwsCluster, IAwsClusterList } from '../models';
+import { ErrorMessage, Loading } from './common';
+
+/**
+ * "Connect to a HyperPod cluster": lists the clusters of the server's AWS region and switches
+ * the server to an EKS one. Slurm clusters are listed, disabled, with the reason.
+ */
+export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
+  const { model } = props;
+  const [open, setOpen] = React.useState(false);
+  const [list, setList] = React.useState<IAwsClusterList | null>(null);
+  const [loading, setLoading] = React.useState(false);
+  const [connecting, setConnecting] = React.useState<string | null>(null);
+  const [error, setError] = React.useState<ApiError | null>(null);
+  const mounted = React.useRef(true);
+  React.useEffect(
+    () => () => {
+      mounted.current = false;
+    },
+    []
+  );
+
+  const load = async (): Promise<void> => {
+    setLoading(true);
+    setError(null);
+    try {
+      const reply = await model.client.awsClusters();
+      if (mounted.current) {
+        setList(reply);
+      }
+    } catch (e) {
+      if (mounted.current) {
+        setError(asApiError(e));
+      }
+    } finally {
+      if (mounted.current) {
+        setLoading(false);
+      }
+    }
+  };
+
+  const toggle = (): void => {
+    const next = !open;
+    setOpen(next);
+    if (next) {
+      void load();
+    }
+  };
+
+  const connect = async (cluster: IAwsCluster): Promise<void> => {
+    setConnecting(cluster.name);
+    setError(null);
+    try {
+      const info = await model.client.awsConnect({
+        cluster: cluster.arn ?? cluster.name,
+        region: list?.region
+      });
+      if (mounted.current) {
+        setOpen(false);
+      }
+      await model.useCluster(info);
+    } catch (e) {
+      if (mounted.current) {
+        setError(asApiError(e));
+      }
+    } finally {
+      if (mounted.current) {
+        setConnecting(null);
+      }
+    }
+  };
+
+  return (
+    <div className="jp-hyperpod-AwsConnect">
+      <button
+        className="jp-Button jp-mod-styled jp-mod-reject jp-hyperpod-AwsConnect-toggle"
+        aria-expanded={open}
+        disabled={connecting !== null}
+        onClick={toggle}
+      >
+        Connect to a HyperPod cluster
+      </button>
+      {connecting && (
+        <span className="jp-hyperpod-AwsConnect-progress" role="status">
+          Connecting to {connecting}…
+        </span>
+      )}
+      <ErrorMessage
+        error={error}
+        onRetry={open && !list ? () => void load() : undefined}
+      />
+      {open &&
+        (loading ? (
+          <Loading what="HyperPod clusters" />
+        ) : list ? (
+          list.clusters.length === 0 ? (
+            <div className="jp-hyperpod-Empty">
+              No HyperPod cluster in {list.region}.
+            </div>
+          ) : (
+            <ul
+              className="jp-hyperpod-AwsConnect-list"
+              aria-label={`HyperPod clusters in ${list.region}`}
+            >
+              {list.clusters.map(cluster => (
+                <li
+                  key={cluster.arn ?? cluster.name}
+                  data-cluster={cluster.name}
+                >
+                  <span className="jp-hyperpod-AwsConnect-name">
+                    {cluster.name}
+                  </span>
+                  <span className="jp-hyperpod-AwsConnect-meta">
+                    {[cluster.orchestrator ?? 'unknown', cluster.status]
+                      .filter(Boolean)
+                      .join(' · ')}
+                  </span>
+                  <button
+                    className="jp-Button jp-mod-styled jp-mod-accept"
+                    disabled={!cluster.connectable || connecting !== null}
+                    title={cluster.reason ?? `Connect to ${cluster.name}`}
+                    aria-label={`Connect to ${cluster.name}`}
+                    onClick={() => void connect(cluster)}
+                  >
+                    Connect
+                  </button>
+                  {cluster.reason && (
+                    <span className="jp-hyperpod-AwsConnect-reason">
+                      {cluster.reason}
+                    </span>
+                  )}
+                </li>
+              ))}
+            </ul>
+          )
+        ) : null)}
+    </div>
+  );
+}
