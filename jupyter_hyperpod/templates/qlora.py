@@ -17,6 +17,7 @@ import yaml
 from ..core.errors import InvalidRequest
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
 from .base import Template, TemplateContext
+from .common import ENV, GPUS_PER_NODE, IMAGE, NODES, PROCS_PER_NODE, QUEUE, TIME_LIMIT
 from .script import parse_env_lines
 
 TRAINING_MODULE = "jupyter_hyperpod.training"
@@ -33,33 +34,13 @@ CONFIG_PARAM = TemplateParam(
 )
 
 RESOURCE_PARAMS = [
-    TemplateParam(
-        name="nodes",
-        title="Nodes",
-        type="integer",
-        default=1,
-        minimum=1,
-        maximum=4096,
-        group="resources",
-    ),
-    TemplateParam(
-        name="procs_per_node",
-        title="Processes per node",
-        type="integer",
-        default=1,
-        minimum=1,
-        maximum=256,
-        group="resources",
-        description="Ranks per node: one per GPU",
-    ),
-    TemplateParam(
-        name="gpus_per_node",
-        title="GPUs per node",
-        type="integer",
-        minimum=0,
-        maximum=64,
-        group="resources",
-        description="Default: one per process on Slurm and Kubernetes, none locally",
+    NODES,
+    PROCS_PER_NODE,
+    GPUS_PER_NODE.model_copy(
+        update={
+            "default": None,
+            "description": "Default: one per process on Slurm and Kubernetes, none locally",
+        }
     ),
     TemplateParam(
         name="efa_per_node",
@@ -74,28 +55,13 @@ RESOURCE_PARAMS = [
 ]
 
 ADVANCED_PARAMS = [
-    TemplateParam(
-        name="env",
-        title="Environment",
-        type="text",
-        default="",
-        group="advanced",
-        description="One NAME=value per line (e.g. HF_TOKEN=...)",
-    ),
-    TemplateParam(
-        name="time_limit_minutes",
-        title="Time limit (minutes)",
-        type="integer",
-        minimum=1,
-        group="advanced",
-    ),
-    TemplateParam(name="queue", title="Queue / Slurm partition", type="string", group="advanced"),
-    TemplateParam(
-        name="image",
-        title="Container image",
-        type="string",
-        group="advanced",
-        description="Kubernetes only: an image with jupyter-hyperpod[training] installed",
+    ENV,
+    TIME_LIMIT,
+    QUEUE,
+    IMAGE.model_copy(
+        update={
+            "description": "Kubernetes only: an image with jupyter-hyperpod[training] installed"
+        }
     ),
 ]
 

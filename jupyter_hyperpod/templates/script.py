@@ -9,6 +9,7 @@ from typing import Any
 from ..core.errors import InvalidRequest
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
 from .base import Template, TemplateContext
+from .common import ENV, GPUS_PER_NODE, IMAGE, NODES, PROCS_PER_NODE, QUEUE, TIME_LIMIT
 
 PARAMS = [
     TemplateParam(
@@ -28,57 +29,13 @@ PARAMS = [
         group="job",
         description="Arguments as you would type them in a shell (quotes respected, never run by a shell)",
     ),
-    TemplateParam(
-        name="nodes",
-        title="Nodes",
-        type="integer",
-        default=1,
-        minimum=1,
-        maximum=4096,
-        group="resources",
-    ),
-    TemplateParam(
-        name="procs_per_node",
-        title="Processes per node",
-        type="integer",
-        default=1,
-        minimum=1,
-        maximum=256,
-        group="resources",
-        description="Ranks per node (usually one per GPU)",
-    ),
-    TemplateParam(
-        name="gpus_per_node",
-        title="GPUs per node",
-        type="integer",
-        default=0,
-        minimum=0,
-        maximum=64,
-        group="resources",
-    ),
-    TemplateParam(
-        name="env",
-        title="Environment",
-        type="text",
-        default="",
-        group="advanced",
-        description="One NAME=value per line",
-    ),
-    TemplateParam(
-        name="time_limit_minutes",
-        title="Time limit (minutes)",
-        type="integer",
-        minimum=1,
-        group="advanced",
-    ),
-    TemplateParam(name="queue", title="Queue / Slurm partition", type="string", group="advanced"),
-    TemplateParam(
-        name="image",
-        title="Container image",
-        type="string",
-        group="advanced",
-        description="Kubernetes only",
-    ),
+    NODES,
+    PROCS_PER_NODE,
+    GPUS_PER_NODE,
+    ENV,
+    TIME_LIMIT,
+    QUEUE,
+    IMAGE,
 ]
 
 
