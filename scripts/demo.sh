@@ -42,8 +42,24 @@ for _ in tqdm(range(200), desc="epoch 1", ncols=80):
     time.sleep(0.05)
 print("done")
 PY
-if python3 -c "import jupyter_hyperpod.training" >/dev/null 2>&1 && [ ! -d "$DEMO/shared/qlora-demo" ]; then
-  python3 -m jupyter_hyperpod.training scaffold "$DEMO/shared/qlora-demo" --demo >/dev/null 2>&1 || true
+if [ ! -d "$DEMO/shared/qlora-demo" ]; then
+  # A fine-tuning project that runs on this CPU in a minute: a tiny random Qwen2 model and a
+  # learnable dataset in the seed's schema, made here (no model hub), then the scaffolded config.
+  echo "==> writing the QLoRA demo project (tiny model made locally)"
+  python3 - "$DEMO/shared/qlora-demo" <<'PY'
+import sys
+from pathlib import Path
+
+from jupyter_hyperpod.training.synthetic import build_random_model, small_tokenizer, write_synthetic_dataset
+
+project = Path(sys.argv[1])
+project.mkdir(parents=True)
+build_random_model(project / "tiny-model", tokenizer=small_tokenizer(), hidden_size=64, num_layers=2,
+                   initializer_range=0.2)
+write_synthetic_dataset(project / "reasoning.jsonl", 160)
+PY
+  python3 -m jupyter_hyperpod.training scaffold "$DEMO/shared/qlora-demo" \
+    --model-id tiny-model --dataset reasoning.jsonl >/dev/null
 fi
 echo "==> demo workspace: $DEMO (partition: $DEMO/shared)"
 ROOT_FLAG=()

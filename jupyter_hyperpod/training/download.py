@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 
 log = logging.getLogger("jupyter_hyperpod.training")
@@ -32,8 +33,21 @@ def download_model(
     if source.is_dir():
         if not is_model_dir(source):
             raise DownloadError(f"{source} is a directory without config.json: not a model")
-        log.info("model %s is a local directory: nothing to download", source)
-        return source
+        if target.resolve() == source.resolve() or is_model_dir(target):
+            log.info("model %s is a local directory: nothing to download", source)
+            return target if is_model_dir(target) else source
+        # A local model (offline runs) goes where the config expects it, as a download would.
+        if target.exists() and any(target.iterdir()):
+            raise DownloadError(
+                f"{target} exists and is not a model: empty it or point model_id elsewhere"
+            )
+        log.info("copying the local model %s to %s", source, target)
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(source, partial)
+        (partial / ".download-complete").touch()
+        partial.rename(target)
+        return target
     if is_model_dir(target) and (target / ".download-complete").is_file():
         log.info("model already downloaded in %s", target)
         return target
