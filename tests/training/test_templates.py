@@ -191,7 +191,12 @@ def test_download_uses_a_local_directory_and_explains_failures(
 ) -> None:
     from jupyter_hyperpod.training.download import DownloadError, download_model
 
-    assert download_model(str(tiny_model), tmp_path / "unused") == tiny_model
+    # A local model goes where the config's model_id says (every later step reads it there).
+    assert download_model(str(tiny_model), tmp_path / "base") == tmp_path / "base"
+    assert (tmp_path / "base" / "config.json").read_bytes() == (
+        tiny_model / "config.json"
+    ).read_bytes()
+    assert download_model(str(tiny_model), tiny_model) == tiny_model
     (tmp_path / "empty").mkdir()
     with pytest.raises(DownloadError, match=r"without config\.json"):
         download_model(str(tmp_path / "empty"), tmp_path / "x")
