@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..core.models import TemplateParam
 
 NODES = TemplateParam(
@@ -57,3 +59,12 @@ IMAGE = TemplateParam(
     group="advanced",
     description="Kubernetes only",
 )
+
+
+def scheduling_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """The JobSpec fields that TIME_LIMIT, QUEUE and IMAGE fill (empty form values mean unset)."""
+    return {
+        "time_limit_minutes": params.get("time_limit_minutes"),
+        "queue": params.get("queue") or None,
+        "image": params.get("image") or None,
+    }

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
 from .base import Template, TemplateContext
+from .common import scheduling_fields
 from .qlora import (
     ADVANCED_PARAMS,
     CONFIG_PARAM,
@@ -81,9 +82,7 @@ def build(name: str, params: dict[str, Any], context: TemplateContext) -> JobSpe
         gpus_per_node=gpus(params, context),
         efa_per_node=params["efa_per_node"],
         env=job_env(params, config),
-        time_limit_minutes=params.get("time_limit_minutes"),
-        queue=params.get("queue") or None,
-        image=params.get("image") or None,
+        **scheduling_fields(params),
     )
 
 

@@ -17,7 +17,16 @@ import yaml
 from ..core.errors import InvalidRequest
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
 from .base import Template, TemplateContext
-from .common import ENV, GPUS_PER_NODE, IMAGE, NODES, PROCS_PER_NODE, QUEUE, TIME_LIMIT
+from .common import (
+    ENV,
+    GPUS_PER_NODE,
+    IMAGE,
+    NODES,
+    PROCS_PER_NODE,
+    QUEUE,
+    TIME_LIMIT,
+    scheduling_fields,
+)
 from .script import parse_env_lines
 
 TRAINING_MODULE = "jupyter_hyperpod.training"
@@ -238,9 +247,7 @@ def build(name: str, params: dict[str, Any], context: TemplateContext) -> JobSpe
         max_retries=params["max_retries"] if params["auto_resume"] else 0,
         healthy_nodes_only=params["healthy_nodes_only"],
         kind=params.get("kind") or None,
-        time_limit_minutes=params.get("time_limit_minutes"),
-        queue=params.get("queue") or None,
-        image=params.get("image") or None,
+        **scheduling_fields(params),
     )
 
 

@@ -9,7 +9,16 @@ from typing import Any
 from ..core.errors import InvalidRequest
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
 from .base import Template, TemplateContext
-from .common import ENV, GPUS_PER_NODE, IMAGE, NODES, PROCS_PER_NODE, QUEUE, TIME_LIMIT
+from .common import (
+    ENV,
+    GPUS_PER_NODE,
+    IMAGE,
+    NODES,
+    PROCS_PER_NODE,
+    QUEUE,
+    TIME_LIMIT,
+    scheduling_fields,
+)
 
 PARAMS = [
     TemplateParam(
@@ -72,9 +81,7 @@ def build(name: str, params: dict[str, Any], context: TemplateContext) -> JobSpe
         procs_per_node=params["procs_per_node"],
         gpus_per_node=params["gpus_per_node"],
         env=parse_env_lines(params["env"] or "", "params.env"),
-        time_limit_minutes=params["time_limit_minutes"],
-        queue=params["queue"] or None,
-        image=params["image"] or None,
+        **scheduling_fields(params),
     )
 
 
