@@ -937,13 +937,10 @@ def _template_body(
         else:
             overrides[key] = value
     body = {**body, "params": params}
-    if not overrides:
-        return body
-    spec = session.render(body).spec.model_dump(mode="json", exclude_none=True)
-    if "env" in overrides:
-        overrides["env"] = {**spec.get("env", {}), **overrides["env"]}
-    spec.update(overrides)
-    return spec
+    if overrides:
+        # Built on the server like every entry point's (templates/spec.py), recorded for resubmit.
+        body["overrides"] = {**(body.get("overrides") or {}), **overrides}
+    return body
 
 
 def do_submit(

@@ -183,6 +183,11 @@ class JobSpec(StrictModel):
     )
     template: str | None = Field(None, description="The template this spec was built from, if any")
     params: dict[str, Any] = Field(default_factory=dict, description="The template parameters used")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Spec fields set on top of what the template built (CLI options such as "
+        "--launcher): kept so that a resubmit builds the same spec",
+    )
 
     @field_validator("command")
     @classmethod
@@ -220,7 +225,14 @@ class TemplateSubmission(StrictModel):
 
     name: str = Field(pattern=JOB_NAME_PATTERN)
     template: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Only the parameters the user set: the others default"
+    )
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="JobSpec fields to set on top of what the template builds (launcher, workdir, "
+        "kind, namespace...); env is merged",
+    )
 
 
 class TemplateParam(BaseModel):
@@ -252,6 +264,11 @@ class Rendered(BaseModel):
     text: str = Field(description="Exactly what will be submitted")
     spec: JobSpec = Field(description="The job spec after templates and defaults")
     warnings: list[str] = Field(default_factory=list)
+    values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="For a template: the value each parameter takes (the one given, else the "
+        "config file's, else the template's default); null where the program decides",
+    )
 
 
 class RankInfo(BaseModel):

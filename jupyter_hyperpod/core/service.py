@@ -22,6 +22,7 @@ from ..backends import backend_class, create_orchestrator
 from ..backends.base import JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..files import Partition, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
+from ..templates.spec import build_spec, parameter_values
 from .errors import AwsDenied, Forbidden, InvalidRequest, NotFound, validation_error
 from .models import (
     AwsCluster,
@@ -266,9 +267,8 @@ class HyperPodService:
                 submission = TemplateSubmission.model_validate(body)
             except ValidationError as error:
                 raise validation_error(error) from None
-            template = get_template(submission.template)
-            spec = template.make_spec(submission.name, submission.params, self.template_context())
-            self._check_paths_exist(template.info.params, spec.params)
+            spec = build_spec(submission, self.template_context())
+            self._check_paths_exist(get_template(submission.template).info.params, spec.params)
             return spec
         try:
             return JobSpec.model_validate(body)
@@ -315,12 +315,18 @@ class HyperPodService:
     def render(self, body: Any) -> Rendered:
         spec = self.spec_from_body(body)
         rendered = self.orchestrator.render(self._launch(spec, f"{spec.name}-xxxxxx"))
+        values = (
+            parameter_values(TemplateSubmission.model_validate(body), self.template_context())
+            if spec.template and "command" not in body
+            else {}
+        )
         return Rendered(
             format=rendered.format,
             language=rendered.language,
             text=rendered.text,
             spec=spec,
             warnings=rendered.warnings,
+            values=values,
         )
 
     # -- jobs ----------------------------------------------------------------------------

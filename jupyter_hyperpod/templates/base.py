@@ -29,6 +29,19 @@ class Template:
     info: TemplateInfo
     build: Callable[[str, dict[str, Any], TemplateContext], JobSpec]
     """(job name, checked params with defaults filled in, context) -> JobSpec"""
+    defaults: Callable[[dict[str, Any], TemplateContext], dict[str, Any]] | None = None
+    """(checked params, context) -> what the program will use for the parameters left unset
+    (e.g. the config file's values); None: the template's declared defaults."""
+
+    def values(self, checked: dict[str, Any], context: TemplateContext) -> dict[str, Any]:
+        """The value each parameter takes: the one given, else `defaults`', else the declared."""
+        found = self.defaults(checked, context) if self.defaults else {}
+        return {
+            param.name: checked[param.name]
+            if checked.get(param.name) is not None
+            else found.get(param.name, param.default)
+            for param in self.info.params
+        }
 
     def make_spec(self, name: str, params: dict[str, Any], context: TemplateContext) -> JobSpec:
         checked = check_params(self.info.params, params)

@@ -16,6 +16,7 @@ from .qlora import (
     CONFIG_PARAM,
     RESOURCE_PARAMS,
     TRAINING_MODULE,
+    config_defaults,
     config_location,
     gpus,
     job_env,
@@ -95,4 +96,5 @@ TEMPLATE = Template(
         params=PARAMS,
     ),
     build=build,
+    defaults=lambda params, context: config_defaults(EVAL_OVERRIDES, params, context),
 )

@@ -206,6 +206,36 @@ def override_args(declared: list[TemplateParam], params: dict[str, Any], workdir
     return args
 
 
+def config_defaults(
+    declared: list[TemplateParam], params: dict[str, Any], context: TemplateContext
+) -> dict[str, Any]:
+    """What the training module will use for each override left unset: the config file's value,
+    else `TrainingConfig`'s default (paths partition-relative, as the form shows them)."""
+    import dataclasses
+
+    from ..training.config import TrainingConfig
+
+    defaults = {
+        item.name: item.default
+        for item in dataclasses.fields(TrainingConfig)
+        if item.default is not dataclasses.MISSING
+    }
+    workdir, _ = config_location(params)
+    config = read_config(context, params)
+    values: dict[str, Any] = {"gpus_per_node": gpus(params, context)}
+    for param in declared:
+        value = config.get(param.name, defaults.get(param.name))
+        if param.type == "path" and isinstance(value, str) and value:
+            # A hub id ('org/name') with nothing at that path stays as written.
+            hub = param.name in ("model_id", "dataset") and not config.get("model_source")
+            if not value.startswith(("/", "~")) and (
+                not hub or (Path(context.partition) / workdir / value).exists()
+            ):
+                value = posixpath.normpath(posixpath.join(workdir, value))
+        values[param.name] = value
+    return values
+
+
 def job_env(params: dict[str, Any], config: dict[str, Any]) -> dict[str, str]:
     env = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
     uri = config.get("mlflow_uri")
@@ -261,4 +291,5 @@ TEMPLATE = Template(
         params=PARAMS,
     ),
     build=build,
+    defaults=lambda params, context: config_defaults(TRAIN_OVERRIDES, params, context),
 )
