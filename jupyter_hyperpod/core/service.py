@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -255,7 +256,11 @@ class HyperPodService:
             orchestrator=self.orchestrator.kind,
             partition=str(self.partition.root),
             mlflow_tracking_uri=self.mlflow_uri_for_jobs,
-            python=self.settings.cluster_python,
+            # Local jobs run on this machine: with the server's own interpreter (where this
+            # package and its extras are installed), not whatever `python3` is first on PATH.
+            python=sys.executable
+            if self.orchestrator.kind == "local"
+            else self.settings.cluster_python,
         )
 
     def spec_from_body(self, body: Any) -> JobSpec:

@@ -125,7 +125,11 @@ def scaffold_project(
     root = Path(directory)
     config_path = root / CONFIG_NAME
     shown = str(config_path.relative_to(relative_to)) if relative_to else str(config_path)
-    local_model = bool(model_id) and Path(str(model_id)).expanduser().is_dir()
+    # A local model: a directory as given, or relative to the project (where the config's
+    # relative paths point); anything else is a hub id the download step fetches.
+    local_model = bool(model_id) and (
+        Path(str(model_id)).expanduser().is_dir() or (root / str(model_id)).is_dir()
+    )
     files = {
         CONFIG_NAME: CONFIG_TEMPLATE.format(
             config_path=shown,
