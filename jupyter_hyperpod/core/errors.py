@@ -60,6 +60,13 @@ class BackendUnavailable(HyperPodError):
     code = "backend_unavailable"
 
 
+class StorageUnavailable(HyperPodError):
+    """The file system refused a write the server needs (read-only, full, over quota, I/O error)."""
+
+    status = 503
+    code = "storage_unavailable"
+
+
 class BackendError(HyperPodError):
     """The orchestrator answered, but refused or failed the request."""
 

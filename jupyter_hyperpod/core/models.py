@@ -143,6 +143,10 @@ class FileListing(BaseModel):
     offset: int
     limit: int
     sort: str
+    skipped: int = Field(
+        0, description="Entries not listed: their names are not valid UTF-8 (see `note`)"
+    )
+    note: str | None = Field(None, description="Why entries were skipped, and what to do")
 
 
 class JobSpec(StrictModel):

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from ..core.errors import InvalidRequest, validation_error
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
+from ..files import confine_params
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,10 @@ class Template:
         }
 
     def make_spec(self, name: str, params: dict[str, Any], context: TemplateContext) -> JobSpec:
-        checked = check_params(self.info.params, params)
+        # Every path-like parameter through the partition resolver before build opens a file.
+        checked = confine_params(
+            context.partition, self.info.params, check_params(self.info.params, params)
+        )
         try:
             spec = self.build(name, checked, context)
         except ValidationError as error:

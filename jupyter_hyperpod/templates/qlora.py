@@ -12,10 +12,9 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..core.errors import InvalidRequest
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
+from ..files import read_yaml
 from .base import Template, TemplateContext
 from .common import (
     ENV,
@@ -174,17 +173,8 @@ def config_location(params: dict[str, Any]) -> tuple[str, str]:
 
 def read_config(context: TemplateContext, params: dict[str, Any]) -> dict[str, Any]:
     """The YAML as written (checked now so that a wrong path fails in the form, not on the cluster)."""
-    file = Path(context.partition) / posixpath.normpath(str(params["config"]).lstrip("/"))
-    if not file.is_file():
-        raise InvalidRequest(
-            f"config file not found in your partition: {params['config']}", field="params.config"
-        )
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise InvalidRequest(
-            f"config file is not valid YAML: {error}", field="params.config"
-        ) from None
+    # Through the partition resolver; a YAML error names the line, never quotes the file.
+    data = read_yaml(context.partition, str(params["config"]), field="params.config") or {}
     if not isinstance(data, dict):
         raise InvalidRequest("config file must be a YAML mapping", field="params.config")
     return data
