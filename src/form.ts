@@ -18,6 +18,13 @@ export interface IFormState {
   template: string;
   name: string;
   values: Record<string, FieldValue>;
+  /**
+   * The parameters the user (or a prefill) set: only these are sent, so that the template's and
+   * the config file's defaults apply to the others. Undefined: every non-empty value is sent.
+   */
+  given?: string[];
+  /** Spec fields kept from the job being resubmitted (launcher, workdir, kind...). */
+  overrides?: Record<string, unknown>;
 }
 
 /** The field of the job name, next to the template's parameters. */
@@ -71,6 +78,34 @@ export function initialValues(
     );
   }
   return values;
+}
+
+/** The parameters a prefill sets (those with a value: null leaves the default). */
+export function givenParams(
+  template: ITemplateInfo,
+  prefill: Record<string, unknown> = {}
+): string[] {
+  return template.params
+    .filter(
+      param =>
+        Object.prototype.hasOwnProperty.call(prefill, param.name) &&
+        prefill[param.name] !== null &&
+        prefill[param.name] !== undefined &&
+        prefill[param.name] !== ''
+    )
+    .map(param => param.name);
+}
+
+/** What an untouched field shows: the value the server says the job will use. */
+export function effectiveText(
+  param: ITemplateParam,
+  values: Record<string, unknown> | undefined
+): string {
+  const value = values?.[param.name];
+  if (value === null || value === undefined || value === '') {
+    return '';
+  }
+  return String(toFieldValue(param, value));
 }
 
 /** Params grouped in form order; unknown groups go before "advanced". */
@@ -204,13 +239,25 @@ export function toSubmission(
   state: IFormState
 ): ITemplateSubmission {
   const params: Record<string, unknown> = {};
+  const given = state.given ? new Set(state.given) : null;
   for (const param of template.params) {
+    if (given && !given.has(param.name) && !param.required) {
+      continue;
+    }
     const value = toParamValue(param, state.values[param.name] ?? '');
     if (value !== undefined) {
       params[param.name] = value;
     }
   }
-  return { name: state.name.trim(), template: template.name, params };
+  const submission: ITemplateSubmission = {
+    name: state.name.trim(),
+    template: template.name,
+    params
+  };
+  if (state.overrides && Object.keys(state.overrides).length > 0) {
+    submission.overrides = { ...state.overrides };
+  }
+  return submission;
 }
 
 /**
@@ -279,17 +326,42 @@ export function shellQuote(arg: string): string {
 export function prefillFromJob(
   job: IJob,
   templates: ITemplateInfo[]
-): { template: string; params: Record<string, unknown> } | null {
+): {
+  template: string;
+  params: Record<string, unknown>;
+  overrides?: Record<string, unknown>;
+} | null {
   const spec: IJobSpec = job.spec;
   if (spec.template && templates.some(t => t.name === spec.template)) {
-    return { template: spec.template, params: { ...(spec.params ?? {}) } };
+    const prefill: {
+      template: string;
+      params: Record<string, unknown>;
+      overrides?: Record<string, unknown>;
+    } = { template: spec.template, params: { ...(spec.params ?? {}) } };
+    if (spec.overrides && Object.keys(spec.overrides).length > 0) {
+      prefill.overrides = { ...spec.overrides };
+    }
+    return prefill;
   }
   if (!templates.some(t => t.name === 'script')) {
     return null;
   }
   const [program, ...args] = spec.command ?? [];
+  // The script template takes a partition path and runs in the script's folder.
+  const inWorkdir =
+    spec.workdir && program && !program.startsWith('/') && program.includes('.')
+      ? `${spec.workdir.replace(/\/+$/, '')}/${program.replace(/^\.\//, '')}`
+      : program;
+  // What the script template has no field for is kept as it was.
+  const overrides: Record<string, unknown> = {};
+  for (const [key, fallback] of Object.entries(SPEC_DEFAULTS)) {
+    const value = (spec as unknown as Record<string, unknown>)[key];
+    if (value !== undefined && value !== null && value !== fallback) {
+      overrides[key] = value;
+    }
+  }
   const params: Record<string, unknown> = {
-    script: program ?? '',
+    script: inWorkdir ?? '',
     args: args.map(shellQuote).join(' '),
     nodes: spec.nodes,
     procs_per_node: spec.procs_per_node,
@@ -299,8 +371,21 @@ export function prefillFromJob(
     queue: spec.queue ?? null,
     image: spec.image ?? null
   };
-  return { template: 'script', params };
+  return Object.keys(overrides).length > 0
+    ? { template: 'script', params, overrides }
+    : { template: 'script', params };
 }
+
+/** JobSpec fields the script template has no field for, with the server's defaults. */
+const SPEC_DEFAULTS: Record<string, unknown> = {
+  launcher: 'auto',
+  kind: null,
+  namespace: null,
+  auto_resume: false,
+  max_retries: 0,
+  efa_per_node: 0,
+  healthy_nodes_only: false
+};
 
 /** A fresh name for a resubmitted job: "train-1" -> "train-2", "train" -> "train-2". */
 export function nextName(name: string): string {

@@ -46,6 +46,30 @@ export function describeStatus(status: number): string {
   return `The request failed (HTTP ${status}).`;
 }
 
+/**
+ * Whether a refusal is about the Jupyter session (sign in again), not about what was asked:
+ * a 401, or the server's own 403 (no login, no XSRF cookie). A 403 with another code (a path
+ * outside the partition, AWS or Slurm refusing) is shown as the server words it.
+ */
+export function isSignInProblem(
+  status: number,
+  error: IErrorBody | null
+): boolean {
+  if (status === 401) {
+    return true;
+  }
+  if (status !== 403) {
+    return false;
+  }
+  if (!error || !error.code) {
+    return true;
+  }
+  return (
+    error.code === 'forbidden' &&
+    /^(forbidden|not authenticated|.*xsrf)/i.test(error.message ?? '')
+  );
+}
+
 /** Build an ApiError from a response whose body may hold {"error": {...}}. */
 export function errorFromBody(status: number, body: unknown): ApiError {
   const error =
@@ -54,8 +78,7 @@ export function errorFromBody(status: number, body: unknown): ApiError {
       : null;
   if (error && typeof error.message === 'string' && error.message) {
     let message = error.message;
-    // aws_denied: AWS refused the server (credentials, IAM), not Jupyter the user.
-    if ((status === 403 && error.code !== 'aws_denied') || status === 401) {
+    if (isSignInProblem(status, error)) {
       message = `${describeStatus(status)} (${error.message})`;
     } else if (status === 503) {
       message = `The cluster cannot be reached: ${error.message}`;

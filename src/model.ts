@@ -16,6 +16,8 @@ import { DEFAULT_SETTINGS, IPanelSettings, ViewName } from './settings';
 export interface ISubmitRequest {
   template: string;
   params: Record<string, unknown>;
+  /** Spec fields kept from the job being resubmitted. */
+  overrides?: Record<string, unknown>;
   name?: string;
   /** Increases with each request so that the form applies it once. */
   serial: number;

@@ -156,14 +156,20 @@ export interface IJobSpec {
   max_retries?: number;
   efa_per_node?: number;
   healthy_nodes_only?: boolean;
+  namespace?: string | null;
   template?: string | null;
   params?: Record<string, unknown>;
+  /** Spec fields set on top of what the template built (kept for resubmit). */
+  overrides?: Record<string, unknown>;
 }
 
 export interface ITemplateSubmission {
   name: string;
   template: string;
+  /** Only the parameters the user set: the others take the template's or config's defaults. */
   params: Record<string, unknown>;
+  /** JobSpec fields set on top of what the template builds (launcher, workdir...). */
+  overrides?: Record<string, unknown>;
 }
 
 export type Submission = IJobSpec | ITemplateSubmission;
@@ -174,6 +180,8 @@ export interface IRendered {
   text: string;
   spec: IJobSpec;
   warnings: string[];
+  /** For a template: the value each parameter takes (given, else the config file's, else default). */
+  values?: Record<string, unknown>;
 }
 
 export interface IRankInfo {

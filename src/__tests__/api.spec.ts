@@ -181,6 +181,45 @@ describe('HyperpodClient', () => {
     expect(login.message).toMatch(/not signed in/);
   });
 
+  it('shows a refused path as what it is, not as a sign-in problem', async () => {
+    const refused: ApiError = await clientWith(() => ({
+      status: 403,
+      body: {
+        error: {
+          code: 'path_not_allowed',
+          message: "'../etc' is outside your partition",
+          field: 'path'
+        }
+      }
+    }))
+      .client.files('../etc')
+      .catch(e => e);
+    expect(refused.message).toBe("'../etc' is outside your partition");
+    expect(refused.code).toBe('path_not_allowed');
+    expect(refused.field).toBe('path');
+    const slurm: ApiError = await clientWith(() => ({
+      status: 403,
+      body: {
+        error: { code: 'forbidden', message: 'slurmrestd refused the token' }
+      }
+    }))
+      .client.cluster()
+      .catch(e => e);
+    expect(slurm.message).toBe('slurmrestd refused the token');
+    const xsrf: ApiError = await clientWith(() => ({
+      status: 403,
+      body: {
+        error: {
+          code: 'forbidden',
+          message: "'_xsrf' argument missing from POST"
+        }
+      }
+    }))
+      .client.cluster()
+      .catch(e => e);
+    expect(xsrf.message).toMatch(/not signed in/);
+  });
+
   it('turns a 400 with a field into an ApiError carrying the field', async () => {
     const { client } = clientWith(() => ({
       status: 400,

@@ -1,5 +1,7 @@
 import {
+  effectiveText,
   fieldForError,
+  givenParams,
   groupParams,
   initialValues,
   nextName,
@@ -152,6 +154,72 @@ describe('the submission', () => {
   });
 });
 
+describe('no silent overrides', () => {
+  const withPacking: ITemplateInfo = {
+    ...template,
+    params: [
+      ...template.params,
+      param({ name: 'packing', type: 'boolean', group: 'training' }),
+      param({ name: 'max_steps', type: 'integer', group: 'training' })
+    ]
+  };
+
+  it('sends only the fields the user set, and the required ones', () => {
+    const values = initialValues(withPacking, { script: 'a.py' });
+    const state = {
+      template: 'qlora',
+      name: 'job',
+      values: { ...values, max_steps: '5' },
+      given: ['max_steps']
+    };
+    // packing is an unchecked box the user never touched: not "packing=false".
+    expect(toSubmission(withPacking, state).params).toEqual({
+      script: 'a.py',
+      max_steps: 5
+    });
+    expect(
+      toSubmission(withPacking, {
+        ...state,
+        values: { ...state.values, packing: false },
+        given: ['packing']
+      }).params
+    ).toEqual({ script: 'a.py', packing: false });
+  });
+
+  it('marks as set what a prefill gives a value, and keeps the overrides', () => {
+    expect(
+      givenParams(withPacking, {
+        script: 'a.py',
+        nodes: 2,
+        packing: null,
+        queue: ''
+      })
+    ).toEqual(['script', 'nodes']);
+    const submission = toSubmission(withPacking, {
+      template: 'qlora',
+      name: 'job-2',
+      values: initialValues(withPacking, { script: 'a.py', nodes: 2 }),
+      given: ['script', 'nodes'],
+      overrides: { launcher: 'plain' }
+    });
+    expect(submission).toEqual({
+      name: 'job-2',
+      template: 'qlora',
+      params: { script: 'a.py', nodes: 2 },
+      overrides: { launcher: 'plain' }
+    });
+  });
+
+  it("shows the server's effective values for untouched fields", () => {
+    const steps = withPacking.params.find(p => p.name === 'max_steps')!;
+    const packing = withPacking.params.find(p => p.name === 'packing')!;
+    expect(effectiveText(steps, { max_steps: 7 })).toBe('7');
+    expect(effectiveText(packing, { packing: true })).toBe('true');
+    expect(effectiveText(steps, { max_steps: null })).toBe('');
+    expect(effectiveText(steps, undefined)).toBe('');
+  });
+});
+
 describe('server field errors', () => {
   it('maps each error to the field it concerns', () => {
     expect(fieldForError('params.nodes', template)).toBe('nodes');
@@ -226,6 +294,43 @@ describe('resubmit', () => {
       env: { A: '1' }
     });
     expect(prefillFromJob(job({}), [template])).toBeNull();
+  });
+
+  it('keeps what the form has no field for (launcher, workdir, kind, auto-resume)', () => {
+    expect(
+      prefillFromJob(
+        job({
+          template: 'qlora',
+          params: { script: 'x.py' },
+          overrides: { launcher: 'plain', workdir: 'w' }
+        }),
+        [template]
+      )
+    ).toEqual({
+      template: 'qlora',
+      params: { script: 'x.py' },
+      overrides: { launcher: 'plain', workdir: 'w' }
+    });
+    const plain = prefillFromJob(
+      job({
+        command: ['train.py', '1'],
+        workdir: 'proj',
+        launcher: 'torchrun',
+        kind: 'PyTorchJob',
+        namespace: 'team',
+        auto_resume: true,
+        max_retries: 2
+      }),
+      [script]
+    );
+    expect(plain?.params.script).toBe('proj/train.py');
+    expect(plain?.overrides).toEqual({
+      launcher: 'torchrun',
+      kind: 'PyTorchJob',
+      namespace: 'team',
+      auto_resume: true,
+      max_retries: 2
+    });
   });
 
   it('quotes arguments only when needed', () => {

@@ -266,6 +266,46 @@ describe('ClusterView: connect to a HyperPod cluster', () => {
     model.dispose();
   });
 
+  it('asks for the region when the server knows none, then lists it', async () => {
+    const { client } = awsClient();
+    const asked: (string | undefined)[] = [];
+    const list = (client as any).awsClusters;
+    (client as any).awsClusters = async (region?: string) => {
+      asked.push(region);
+      if (!region) {
+        throw new ApiError(
+          'no AWS region: pass region, set AWS_REGION',
+          400,
+          'invalid_request',
+          'region'
+        );
+      }
+      return { ...(await list()), region };
+    };
+    const model = new HyperpodModel(client, DEFAULT_SETTINGS);
+    model.start();
+    render(<ClusterView model={model} />);
+    fireEvent.click(
+      await screen.findByRole('button', {
+        name: 'Connect to a HyperPod cluster'
+      })
+    );
+    expect((await screen.findByRole('alert')).textContent).toContain(
+      'enter one above'
+    );
+    fireEvent.change(screen.getByLabelText('AWS region'), {
+      target: { value: 'eu-west-1' }
+    });
+    fireEvent.click(screen.getByRole('button', { name: 'List clusters' }));
+    expect(
+      await screen.findByRole('list', {
+        name: 'HyperPod clusters in eu-west-1'
+      })
+    ).toBeTruthy();
+    expect(asked).toEqual([undefined, 'eu-west-1']);
+    model.dispose();
+  });
+
   it('hides the action when the server cannot reach AWS', async () => {
     const { client } = awsClient();
     (client as any).cluster = async () => info('local', 'vm', false);

@@ -16,6 +16,8 @@ export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
   const [loading, setLoading] = React.useState(false);
   const [connecting, setConnecting] = React.useState<string | null>(null);
   const [error, setError] = React.useState<ApiError | null>(null);
+  // The region to list: empty asks the server's (AWS_REGION, its config); asked for when unknown.
+  const [region, setRegion] = React.useState('');
   const mounted = React.useRef(true);
   React.useEffect(
     () => () => {
@@ -24,13 +26,14 @@ export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
     []
   );
 
-  const load = async (): Promise<void> => {
+  const load = async (asked: string = region): Promise<void> => {
     setLoading(true);
     setError(null);
     try {
-      const reply = await model.client.awsClusters();
+      const reply = await model.client.awsClusters(asked.trim() || undefined);
       if (mounted.current) {
         setList(reply);
+        setRegion(reply.region);
       }
     } catch (e) {
       if (mounted.current) {
@@ -57,7 +60,7 @@ export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
     try {
       const info = await model.client.awsConnect({
         cluster: cluster.arn ?? cluster.name,
-        region: list?.region
+        region: list?.region || region.trim() || undefined
       });
       if (mounted.current) {
         setOpen(false);
@@ -77,7 +80,7 @@ export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
   return (
     <div className="jp-hyperpod-AwsConnect">
       <button
-        className="jp-Button jp-mod-styled jp-mod-reject jp-hyperpod-AwsConnect-toggle"
+        className="jp-Button jp-mod-styled jp-mod-accept jp-hyperpod-AwsConnect-toggle"
         aria-expanded={open}
         disabled={connecting !== null}
         onClick={toggle}
@@ -89,9 +92,45 @@ export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
           Connecting to {connecting}…
         </span>
       )}
+      {open && (
+        <form
+          className="jp-hyperpod-AwsConnect-region"
+          onSubmit={event => {
+            event.preventDefault();
+            void load();
+          }}
+        >
+          <label htmlFor="jp-hyperpod-aws-region">AWS region</label>
+          <input
+            id="jp-hyperpod-aws-region"
+            className="jp-mod-styled jp-hyperpod-AwsConnect-regionInput"
+            type="text"
+            value={region}
+            placeholder="e.g. us-west-2"
+            spellCheck={false}
+            aria-invalid={error?.field === 'region'}
+            onChange={event => setRegion(event.target.value)}
+          />
+          <button
+            type="submit"
+            className="jp-Button jp-mod-styled jp-mod-reject"
+            disabled={loading}
+          >
+            List clusters
+          </button>
+        </form>
+      )}
       <ErrorMessage
-        error={error}
-        onRetry={open && !list ? () => void load() : undefined}
+        error={
+          error?.field === 'region'
+            ? 'The server does not know which AWS region to look in: enter one above.'
+            : error
+        }
+        onRetry={
+          open && !list && error?.field !== 'region'
+            ? () => void load()
+            : undefined
+        }
       />
       {open &&
         (loading ? (

@@ -3,8 +3,10 @@ import { expandIcon, runIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
+  effectiveText,
   fieldForError,
   FieldValue,
+  givenParams,
   groupParams,
   IFormState,
   initialValues,
@@ -45,6 +47,7 @@ function PathInput(props: {
   id: string;
   model: HyperpodModel;
   value: string;
+  placeholder?: string;
   invalid: boolean;
   describedBy: string;
   onChange: (value: string) => void;
@@ -89,6 +92,7 @@ function PathInput(props: {
         type="text"
         list={`${props.id}-choices`}
         value={props.value}
+        placeholder={props.placeholder || undefined}
         aria-invalid={props.invalid}
         aria-describedby={props.describedBy}
         autoComplete="off"
@@ -108,10 +112,19 @@ function ParamField(props: {
   model: HyperpodModel;
   param: ITemplateParam;
   value: FieldValue;
+  /** Whether the user set this field (else it shows what the job will use). */
+  given: boolean;
+  /** The value the job will use when the field is left alone (from the server). */
+  effective: string;
   error: string | null;
   onChange: (value: FieldValue) => void;
 }): JSX.Element {
-  const { param, value, error } = props;
+  const { param, error } = props;
+  const effective = props.given ? '' : props.effective;
+  const value =
+    param.type === 'boolean' && !props.given && effective !== ''
+      ? effective === 'true'
+      : props.value;
   const id = `jp-hyperpod-param-${param.name}`;
   const helpId = `${id}-help`;
   let input: JSX.Element;
@@ -139,7 +152,11 @@ function ParamField(props: {
           aria-describedby={helpId}
           onChange={event => props.onChange(event.target.value)}
         >
-          {!param.required && <option value="">(default)</option>}
+          {!param.required && (
+            <option value="">
+              {effective ? `(default: ${effective})` : '(default)'}
+            </option>
+          )}
           {(param.choices ?? []).map(choice => (
             <option key={choice} value={choice}>
               {choice}
@@ -169,6 +186,7 @@ function ParamField(props: {
           id={id}
           model={props.model}
           value={String(value)}
+          placeholder={effective}
           invalid={!!error}
           describedBy={helpId}
           onChange={props.onChange}
@@ -190,6 +208,7 @@ function ParamField(props: {
           min={param.minimum ?? undefined}
           max={param.maximum ?? undefined}
           value={String(value)}
+          placeholder={effective || undefined}
           aria-invalid={!!error}
           aria-describedby={helpId}
           spellCheck={false}
@@ -216,6 +235,47 @@ function ParamField(props: {
           param.description
         )}
       </div>
+    </div>
+  );
+}
+
+/** A new form for a template: its defaults, nothing set, a fresh name. */
+function freshState(template: ITemplateInfo): IFormState {
+  return {
+    template: template.name,
+    name: suggestName(template.name),
+    values: initialValues(template),
+    given: []
+  };
+}
+
+/** The spec fields a resubmit keeps from the original job, with a way to drop them. */
+function KeptOverrides(props: {
+  overrides: Record<string, unknown> | undefined;
+  onDrop: () => void;
+}): JSX.Element | null {
+  const entries = Object.entries(props.overrides ?? {});
+  if (entries.length === 0) {
+    return null;
+  }
+  const text = entries
+    .map(
+      ([key, value]) =>
+        `${key}=${typeof value === 'object' ? JSON.stringify(value) : String(value)}`
+    )
+    .join(', ');
+  return (
+    <div className="jp-hyperpod-Message jp-hyperpod-Kept" role="note">
+      <span className="jp-hyperpod-Message-text">
+        Kept from the original job: <code>{text}</code>
+      </span>
+      <button
+        type="button"
+        className="jp-Button jp-mod-minimal jp-hyperpod-Message-retry"
+        onClick={props.onDrop}
+      >
+        Drop
+      </button>
     </div>
   );
 }
@@ -260,7 +320,9 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
         setState({
           template: chosen.name,
           name: request.name ?? suggestName(script),
-          values: initialValues(chosen, request.params)
+          values: initialValues(chosen, request.params),
+          given: givenParams(chosen, request.params),
+          overrides: request.overrides
         });
         setServerErrors({});
         setGeneral(null);
@@ -274,11 +336,7 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
         model.cluster?.default_template
       ]);
       if (chosen) {
-        setState({
-          template: chosen.name,
-          name: suggestName(chosen.name),
-          values: initialValues(chosen)
-        });
+        setState(freshState(chosen));
       }
     }
   }, [templates, request?.serial]);
@@ -375,7 +433,12 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
   };
   const setValue = (name: string, value: FieldValue) => {
     touch(name);
-    setState({ ...state, values: { ...state.values, [name]: value } });
+    const given = state.given ?? [];
+    setState({
+      ...state,
+      values: { ...state.values, [name]: value },
+      given: given.includes(name) ? given : [...given, name]
+    });
     if (serverErrors[name]) {
       const rest = { ...serverErrors };
       delete rest[name];
@@ -404,10 +467,10 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
     try {
       const job = await model.client.submit(submission);
       props.onSubmitted(job);
-      setState({
-        ...state,
-        name: suggestName(state.name.replace(/-\d{4}-\d{6}$/, ''))
-      });
+      // A new submission starts from the template again: nothing carries over.
+      setState(freshState(template));
+      setTouched(new Set());
+      setPreview(null);
     } catch (reason) {
       const error = asApiError(reason);
       const field = fieldForError(error.field, template);
@@ -441,11 +504,7 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             onChange={event => {
               const next = templates.find(t => t.name === event.target.value);
               if (next) {
-                setState({
-                  template: next.name,
-                  name: state.name,
-                  values: initialValues(next)
-                });
+                setState({ ...freshState(next), name: state.name });
                 setServerErrors({});
                 setGeneral(null);
               }
@@ -496,6 +555,10 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             )}
           </div>
         </div>
+        <KeptOverrides
+          overrides={state.overrides}
+          onDrop={() => setState({ ...state, overrides: undefined })}
+        />
         {groupParams(template.params).map(group => {
           const fieldset = (
             <fieldset key={group.group} className="jp-hyperpod-Group">
@@ -506,6 +569,8 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
                   model={model}
                   param={param}
                   value={state.values[param.name] ?? ''}
+                  given={(state.given ?? []).includes(param.name)}
+                  effective={effectiveText(param, preview?.values)}
                   error={errorOf(param.name)}
                   onChange={value => setValue(param.name, value)}
                 />
