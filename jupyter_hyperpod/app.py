@@ -31,6 +31,17 @@ from .handlers import (
 
 API = "hyperpod/api"
 
+POOLS: dict[str, int] = {
+    "api": 8,
+    "backend": 8,
+    "cancel": 8,
+    "logs": 16,
+}
+"""Worker threads per kind of blocking work (`ServiceMixin.run_in`): `api` answers from the store
+and the file system, `backend` calls the orchestrator (nodes, submit, render, metrics, AWS),
+`cancel` waits for jobs to stop (up to the grace period each), `logs` reads followed logs. A kind
+that is slow fills its own pool, never the API's."""
+
 ROUTES: list[tuple[str, type]] = [
     (f"{API}/openapi.json", OpenAPIHandler),
     (f"{API}/cluster", ClusterHandler),
@@ -55,12 +66,19 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
     service: HyperPodService | None = None
     _refresher: PeriodicCallback | None = None
     _refreshing = False
+    _pools: dict[str, ThreadPoolExecutor] | None = None
 
     def initialize_settings(self) -> None:
-        executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="hyperpod")
+        self._pools = {
+            kind: ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"hyperpod-{kind}")
+            for kind, size in POOLS.items()
+        }
+        executor = self._pools["api"]
         self.service = HyperPodService(self)
         self.service.server_root = Path(self.serverapp.root_dir) if self.serverapp else None
-        self.settings.update(hyperpod_service=self.service, hyperpod_executor=executor)
+        self.settings.update(
+            hyperpod_service=self.service, hyperpod_executor=executor, hyperpod_pools=self._pools
+        )
         self._executor = executor
         self.log.info(
             "jupyter-hyperpod: %s cluster, partition %s, user %s",
@@ -94,4 +112,6 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
             self._refresher.stop()
         if self.service is not None:
             self.service.close()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        # The pools exist only once initialize_settings ran (a failed start stops without them).
+        for pool in (self._pools or {}).values():
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -26,8 +26,9 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .core import errors
+from .core import errors, logprotocol
 from .core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, NotFound
+from .core.logprotocol import LogEvent
 from .core.models import (
     ClusterInfo,
     FileListing,
@@ -46,14 +47,7 @@ URL_ENV = "JUPYTER_HYPERPOD_URL"
 TOKEN_ENVS = ("JUPYTER_HYPERPOD_TOKEN", "JUPYTER_TOKEN")
 API_PATH = "hyperpod/api/"
 
-CLOSE_JOB_ENDED = 1000
-CLOSE_ERRORS: dict[int, type[HyperPodError]] = {
-    4000: errors.InvalidRequest,
-    4004: errors.NotFound,
-    4503: errors.BackendUnavailable,
-    1011: errors.BackendError,
-    1008: errors.Forbidden,
-}
+CLOSE_JOB_ENDED = logprotocol.CLOSE_JOB_ENDED
 
 
 class ServerUnreachable(BackendUnavailable):
@@ -71,6 +65,11 @@ def _error_classes() -> dict[str, type[HyperPodError]]:
 
 
 ERROR_CLASSES = _error_classes()
+
+CLOSE_ERRORS: dict[int, type[HyperPodError]] = {
+    close.code: ERROR_CLASSES[close.error] for close in logprotocol.CLOSE_CODES if close.error
+}
+"""The error each close code of the log protocol raises (when it is not retried)."""
 
 
 def error_from_body(status: int, body: Any, fallback: str) -> HyperPodError:
@@ -195,33 +194,6 @@ def api_root(url: str) -> str:
 
 
 # -- log stream events -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LogEvent:
-    """One frame of a followed log: `status`, `data`, `heartbeat` or `end`."""
-
-    type: Literal["status", "data", "heartbeat", "end"]
-    rank: int | None = None
-    offset: int | None = None
-    """For data: the byte offset just after `data` in the rank's log (resume from here)."""
-    data: str = ""
-    state: JobState | None = None
-    reason: str | None = None
-    exit_code: int | None = None
-
-    @classmethod
-    def from_frame(cls, frame: Mapping[str, Any]) -> LogEvent:
-        state = frame.get("state")
-        return cls(
-            type=frame.get("type", "heartbeat"),
-            rank=frame.get("rank"),
-            offset=frame.get("offset"),
-            data=frame.get("data") or "",
-            state=JobState(state) if state else None,
-            reason=frame.get("reason"),
-            exit_code=frame.get("exit_code"),
-        )
 
 
 RankArg = int | Literal["all"]
@@ -433,10 +405,18 @@ class HyperPodClient:
             finally:
                 with contextlib.suppress(Exception):  # already closed or broken
                     ws.close(timeout=1)
-            if outcome == "ended":
+            if outcome.ended:
                 return
-            failures = 0 if outcome == "progress" else failures + 1
-            if failures > reconnects:
+            failures = 0 if outcome.progressed else failures + 1
+            close = logprotocol.BY_CODE.get(outcome.code or 0)
+            limit = reconnects
+            if close is not None and close.retry == "limited" and close.max_retries is not None:
+                limit = min(reconnects, close.max_retries)
+            if close is not None and (close.retry == "never" or failures > limit):
+                raise CLOSE_ERRORS.get(close.code, BackendError)(
+                    outcome.message or close.message, field=outcome.field
+                )
+            if failures > limit:
                 raise ServerUnreachable(
                     f"the log stream of {job_id} keeps dropping; giving up after {reconnects} retries"
                 )
@@ -486,38 +466,49 @@ class HyperPodClient:
 
     def _read_stream(
         self, ws: Any, positions: dict[int, int], idle_timeout: float, poll: float
-    ) -> Generator[LogEvent, None, str]:
-        """Yields events; returns 'ended', 'progress' (dropped after data) or 'dropped'."""
+    ) -> Generator[LogEvent, None, _StreamEnd]:
+        """Yields events (not `error`: its message goes with the close); says how it ended."""
         import websocket
 
         ws.settimeout(poll)
         last_frame = time.monotonic()
-        progressed = False
+        end = _StreamEnd()
         while True:
             try:
                 opcode, frame = ws.recv_data_frame(True)
             except websocket.WebSocketTimeoutException:
                 if time.monotonic() - last_frame > idle_timeout:
-                    return "progress" if progressed else "dropped"
+                    return end
                 continue
             except (websocket.WebSocketConnectionClosedException, OSError):
-                return "progress" if progressed else "dropped"
+                return end
             last_frame = time.monotonic()
             if opcode == websocket.ABNF.OPCODE_CLOSE:
-                code, reason = _close_info(frame.data)
-                if code == CLOSE_JOB_ENDED:
-                    return "ended"
-                cls = CLOSE_ERRORS.get(code)
-                if cls is not None:
-                    raise cls(reason or f"the log stream closed with code {code}")
-                return "progress" if progressed else "dropped"
+                end.code, reason = _close_info(frame.data)
+                end.ended = end.code == CLOSE_JOB_ENDED
+                end.message = end.message or reason or None
+                return end
             if opcode != websocket.ABNF.OPCODE_TEXT:
                 continue
             event = LogEvent.from_frame(json.loads(frame.data.decode("utf-8")))
+            if event.type == "error":
+                end.message, end.field = event.reason, event.field
+                continue
             if event.type == "data" and event.rank is not None and event.offset is not None:
                 positions[event.rank] = event.offset
-                progressed = True
+                end.progressed = True
             yield event
+
+
+@dataclass
+class _StreamEnd:
+    """How one connection of a followed log ended."""
+
+    ended: bool = False
+    progressed: bool = False
+    code: int | None = None
+    message: str | None = None
+    field: str | None = None
 
 
 def _close_info(data: bytes) -> tuple[int, str]:

@@ -81,8 +81,6 @@ EXIT_CODES_HELP = """exit codes:
   130 interrupted (the job keeps running)"""
 
 CELLS_DIR = ".hyperpod/cells"
-FOLLOW_POLL_MIN = 0.05
-FOLLOW_POLL_MAX = 0.5
 
 
 class CommandError(Exception):
@@ -476,52 +474,15 @@ class ServiceSession:
 def follow_service(
     service: Any, job_id: str, rank: RankArg, offsets: Mapping[int, int]
 ) -> Iterator[LogEvent]:
-    """The WebSocket stream's events, read from the core directly (same order and semantics)."""
-    from .logs import CHUNK_BYTES, complete_utf8
+    """The WebSocket stream's events, read from the core directly (the one follow loop of
+    `core/logprotocol.py`: same frames, same order)."""
+    from .core.logprotocol import Follow, follow_events
 
     job = service.job(job_id)
     ranks = list(range(job.spec.world_size)) if rank == "all" else [int(rank)]
     positions = {r: int(offsets.get(r, 0)) for r in ranks}
-    readers = {r: service.log_reader(job_id, r) for r in ranks}
-    state: JobState | None = None
-    idle = FOLLOW_POLL_MIN
-    try:
-        while True:
-            if state is not None:
-                job = service.job(job_id)
-            if job.state != state:
-                yield LogEvent(type="status", state=job.state, reason=job.state_reason)
-            state = job.state
-            sent = False
-            if state != JobState.PENDING:
-                final = state.finished
-                for r, reader in readers.items():
-                    while True:
-                        data = reader.read(positions[r], CHUNK_BYTES)
-                        usable = len(data) if final else complete_utf8(data)
-                        if not usable:
-                            break
-                        positions[r] += usable
-                        sent = True
-                        yield LogEvent(
-                            type="data",
-                            rank=r,
-                            offset=positions[r],
-                            data=data[:usable].decode("utf-8", "replace"),
-                        )
-                        if len(data) < CHUNK_BYTES:
-                            break
-            if state.finished:
-                yield LogEvent(type="end", state=state, exit_code=job.exit_code)
-                return
-            if sent:
-                idle = FOLLOW_POLL_MIN
-            else:
-                time.sleep(idle)
-                idle = min(FOLLOW_POLL_MAX, idle * 1.5)
-    finally:
-        for reader in readers.values():
-            reader.close()
+    heartbeat = float(getattr(service.settings, "heartbeat_interval", 15.0))
+    return follow_events(Follow(service, job_id, positions, heartbeat_every=heartbeat))
 
 
 # -- configuration without a server -----------------------------------------------------------------

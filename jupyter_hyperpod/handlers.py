@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
+from contextlib import aclosing
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
@@ -17,22 +17,15 @@ from pydantic import BaseModel
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from .core.errors import HyperPodError, InvalidRequest, NotFound
+from .core.errors import HyperPodError, InvalidRequest
+from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, follow_async
 from .core.models import JobState
 from .core.service import HyperPodService
-from .logs import LogFollower, parse_offsets
 from .openapi import openapi_document
 
 T = TypeVar("T")
 AUTH_RESOURCE = "hyperpod"
 JOB_ID = r"(?P<job_id>[a-z0-9][-a-z0-9]{0,62})"
-
-STATE_CHECK_SECONDS = 0.25
-CLOSE_JOB_ENDED = 1000
-CLOSE_SERVER_ERROR = 1011
-CLOSE_BAD_REQUEST = 4000
-CLOSE_NOT_FOUND = 4004
-CLOSE_UNAVAILABLE = 4503
 
 
 class ServiceMixin:
@@ -45,10 +38,16 @@ class ServiceMixin:
         return self.settings["hyperpod_service"]  # type: ignore[no-any-return]
 
     async def run(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking work on the API pool (store reads, file listings)."""
+        return await self.run_in("api", function, *args, **kwargs)
+
+    async def run_in(self, kind: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking work on the pool of its kind (`app.POOLS`): a slow kind (cancels, backend
+        calls, log reads) fills its own pool and never the one the API answers from."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.settings["hyperpod_executor"], lambda: function(*args, **kwargs)
-        )
+        pools = self.settings.get("hyperpod_pools") or {}
+        executor = pools.get(kind) or self.settings["hyperpod_executor"]
+        return await loop.run_in_executor(executor, lambda: function(*args, **kwargs))
 
 
 class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
@@ -139,7 +138,7 @@ class NodesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        nodes = await self.run(self.service.nodes)
+        nodes = await self.run_in("backend", self.service.nodes)
         self.send({"nodes": nodes})
 
 
@@ -148,14 +147,14 @@ class AwsClustersHandler(HyperPodAPIHandler):
     @authorized
     async def get(self) -> None:
         region = self.get_argument("region", "") or None
-        self.send(await self.run(self.service.aws_clusters, region))
+        self.send(await self.run_in("backend", self.service.aws_clusters, region))
 
 
 class AwsConnectHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        self.send(await self.run(self.service.aws_connect, self.json_body()))
+        self.send(await self.run_in("backend", self.service.aws_connect, self.json_body()))
 
 
 class FilesHandler(HyperPodAPIHandler):
@@ -183,7 +182,7 @@ class RenderHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        self.send(await self.run(self.service.render, self.json_body()))
+        self.send(await self.run_in("backend", self.service.render, self.json_body()))
 
 
 class JobsHandler(HyperPodAPIHandler):
@@ -208,7 +207,7 @@ class JobsHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        job = await self.run(self.service.submit, self.json_body())
+        job = await self.run_in("backend", self.service.submit, self.json_body())
         self.set_header("Location", f"{self.base_url}hyperpod/api/jobs/{job.id}")
         self.send(job, status=201)
 
@@ -222,14 +221,15 @@ class JobHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def delete(self, job_id: str) -> None:
-        self.send(await self.run(self.service.cancel, job_id))
+        self.send(await self.run_in("cancel", self.service.cancel, job_id))
 
 
 class LogsHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        snapshot = await self.run(
+        snapshot = await self.run_in(
+            "logs",
             self.service.log_snapshot,
             job_id,
             rank=self.int_argument("rank", 0),
@@ -242,13 +242,14 @@ class MetricsHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        self.send(await self.run(self.service.metrics, job_id))
+        self.send(await self.run_in("backend", self.service.metrics, job_id))
 
 
 class LogStreamHandler(
     ServiceMixin, WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler
 ):
-    """Follows a job's log: JSON frames `status`, `data`, `heartbeat`, `end`, then a close code.
+    """Follows a job's log with the protocol of `core/logprotocol.py`: JSON frames `status`,
+    `data`, `heartbeat`, then `end` (close 1000) or `error` (then its close code).
 
     Query: `rank` (a number, or `all`), `offset` (bytes already received for that rank) or
     `offsets=0:123,1:456` with rank=all. The server waits while the job is pending.
@@ -283,8 +284,8 @@ class LogStreamHandler(
         if self._task is not None:
             self._task.cancel()
 
-    async def _send(self, frame: dict[str, Any]) -> None:
-        await self.write_message(json.dumps(frame))
+    async def _send(self, event: LogEvent) -> None:
+        await self.write_message(json.dumps(event.to_frame()))
 
     async def _follow(self, job_id: str) -> None:
         try:
@@ -293,67 +294,37 @@ class LogStreamHandler(
             pass
         except asyncio.CancelledError:
             raise
-        except NotFound as error:
-            self.close(CLOSE_NOT_FOUND, error.message[:120])
-        except InvalidRequest as error:
-            self.close(CLOSE_BAD_REQUEST, error.message[:120])
-        except HyperPodError as error:
-            self.close(
-                CLOSE_UNAVAILABLE if error.status == 503 else CLOSE_SERVER_ERROR,
-                error.message[:120],
-            )
-        except Exception:
-            self.log.exception("log stream of %s failed", job_id)
-            self.close(
-                CLOSE_SERVER_ERROR, "server error while following the log (see the server log)"
-            )
+        except Exception as error:
+            close = close_for(error)
+            if isinstance(error, HyperPodError):
+                message = error.message
+            else:
+                self.log.exception("log stream of %s failed", job_id)
+                message = "server error while following the log (see the server log)"
+            try:
+                await self._send(LogEvent.for_error(error, close, message))
+            except WebSocketClosedError:
+                return
+            # A close reason is at most 123 bytes: the error frame above carries the whole message.
+            self.close(close.code, message.encode()[:120].decode("utf-8", "ignore"))
 
     async def _stream(self, job_id: str) -> None:
-        job = await self.run(self.service.job, job_id)
-        rank_arg = self.get_argument("rank", "0")
-        if rank_arg == "all":
-            ranks = list(range(job.spec.world_size))
-            offsets = parse_offsets(self.get_argument("offsets", ""), ranks)
-        else:
-            try:
-                ranks = [int(rank_arg)]
-                offsets = {ranks[0]: int(self.get_argument("offset", "0") or 0)}
-            except ValueError:
-                raise InvalidRequest(
-                    "rank must be a number or 'all'; offset a number", field="rank"
-                ) from None
-        follower = LogFollower(self.service, job_id, offsets, run=self.run)
-        await follower.open()
-        heartbeat_every = float(self.service.settings.heartbeat_interval)
-        last_beat = last_check = time.monotonic()
+        follow = await self.run_in(
+            "logs",
+            Follow.for_request,
+            self.service,
+            job_id,
+            self.get_argument("rank", "0"),
+            offset=self.get_argument("offset", "0"),
+            offsets=self.get_argument("offsets", ""),
+            heartbeat_every=float(self.service.settings.heartbeat_interval),
+        )
         state: JobState | None = None
-        try:
-            while True:
-                if state is not None and time.monotonic() - last_check >= STATE_CHECK_SECONDS:
-                    job = await self.run(self.service.job, job_id)
-                    last_check = time.monotonic()
-                if job.state != state:
-                    state = job.state
-                    await self._send(
-                        {"type": "status", "state": state.value, "reason": job.state_reason}
-                    )
-                sent = False
-                if state != JobState.PENDING:
-                    for rank, offset, text in await follower.read_available(final=state.finished):
-                        await self._send(
-                            {"type": "data", "rank": rank, "offset": offset, "data": text}
-                        )
-                        sent = True
-                if state.finished:
-                    await self._send(
-                        {"type": "end", "state": state.value, "exit_code": job.exit_code}
-                    )
-                    self.close(CLOSE_JOB_ENDED, f"job {state.value}")
-                    return
-                if time.monotonic() - last_beat >= heartbeat_every:
-                    await self._send({"type": "heartbeat", "time": time.time()})
-                    last_beat = time.monotonic()
-                if not sent:
-                    await follower.wait()
-        finally:
-            await follower.close()
+        events = follow_async(follow, lambda function: self.run_in("logs", function))
+        async with aclosing(events):
+            async for event in events:
+                await self._send(event)
+                if event.type == "end":
+                    state = event.state
+        if state is not None:
+            self.close(CLOSE_JOB_ENDED, f"job {state.value}")

@@ -210,4 +210,6 @@ async def test_unknown_job_is_404(api: Api) -> None:
         reply = await call
         assert reply.status == 404 and SAMPLE_ID in reply.body["error"]["message"]
     frames, ws = await api.follow(SAMPLE_ID)
-    assert frames == [] and ws.close_code == 4004
+    # The error frame carries the whole message (a close reason holds only 123 bytes).
+    assert [(f["type"], f["code"], f["close"]) for f in frames] == [("error", "not_found", 4004)]
+    assert SAMPLE_ID in frames[0]["message"] and ws.close_code == 4004
