@@ -23,7 +23,13 @@ export type LogFrame =
   | { type: 'data'; rank: number; offset: number; data: string }
   | { type: 'heartbeat'; time: number }
   | { type: 'end'; state: JobState; exit_code?: number | null }
-  | { type: 'error'; message: string };
+  | {
+      type: 'error';
+      message: string;
+      code?: string;
+      field?: string | null;
+      close?: number;
+    };
 
 /** The subset of the WebSocket API the stream uses (tests give a fake). */
 export interface ISocketLike {
@@ -56,21 +62,39 @@ export interface ILogStreamOptions {
   offsets?: Map<number, number>;
 }
 
-/** Close codes the server uses, and what they mean for a retry. */
-export const CLOSE_CODES: Record<number, { retry: boolean; message: string }> =
-  {
-    1000: { retry: false, message: 'The log is complete.' },
-    1011: {
-      retry: true,
-      message: 'The server failed while following the log.'
-    },
-    4000: { retry: false, message: 'The server refused the log request.' },
-    4004: { retry: false, message: 'This job no longer exists.' },
-    4503: {
-      retry: true,
-      message: 'The cluster cannot be reached right now.'
-    }
-  };
+/**
+ * What a close code means for a retry: `never`, `backoff` (reconnect with growing delays) or
+ * `limited` (at most `maxRetries` reconnects in a row without new text, then give up).
+ */
+export interface ICloseCode {
+  retry: 'never' | 'backoff' | 'limited';
+  maxRetries?: number;
+  message: string;
+}
+
+/**
+ * Close codes the server uses: a copy of the table of the server's log protocol
+ * (jupyter_hyperpod/core/logprotocol.py, docs/log-protocol.json), checked by the tests.
+ */
+export const CLOSE_CODES: Record<number, ICloseCode> = {
+  1000: { retry: 'never', message: 'The log is complete.' },
+  1001: {
+    retry: 'backoff',
+    message: 'The server is shutting down or restarting.'
+  },
+  1011: {
+    retry: 'limited',
+    maxRetries: 5,
+    message: 'The server failed while following the log.'
+  },
+  4000: { retry: 'never', message: 'The server refused the log request.' },
+  4003: { retry: 'never', message: 'You may not read this log.' },
+  4004: { retry: 'never', message: 'This job no longer exists.' },
+  4503: {
+    retry: 'backoff',
+    message: 'The cluster cannot be reached right now.'
+  }
+};
 
 export class LogStream {
   constructor(options: ILogStreamOptions) {
@@ -195,6 +219,7 @@ export class LogStream {
         if (typeof frame.offset === 'number') {
           this.offsets.set(rank, frame.offset);
         }
+        this._failures = 0;
         this._options.onData(rank, frame.data);
         break;
       }
@@ -210,6 +235,8 @@ export class LogStream {
         });
         break;
       case 'error':
+        // The close that follows says whether to retry; this is the whole message.
+        this._errorMessage = frame.message;
         this._setStatus({ phase: this._status.phase, message: frame.message });
         break;
       default:
@@ -237,10 +264,17 @@ export class LogStream {
       });
       return;
     }
-    if (known && !known.retry) {
+    const detail = this._errorMessage || reason;
+    this._errorMessage = '';
+    if (known?.retry === 'limited') {
+      this._failures += 1;
+    }
+    const exhausted =
+      known?.retry === 'limited' && this._failures > (known.maxRetries ?? 0);
+    if (known && (known.retry === 'never' || exhausted)) {
       this._setStatus({
         phase: 'failed',
-        message: reason ? `${known.message} (${reason})` : known.message
+        message: detail ? `${known.message} (${detail})` : known.message
       });
       return;
     }
@@ -326,4 +360,8 @@ export class LogStream {
   private _paused = false;
   private _ended = false;
   private _disposed = false;
+  /** Closes in a row without new text (reset by a data frame). */
+  private _failures = 0;
+  /** The message of the error frame before the close, if any. */
+  private _errorMessage = '';
 }

@@ -1,4 +1,19 @@
-import { ISocketLike, IStreamStatus, LogStream } from '../logstream';
+import {
+  CLOSE_CODES,
+  ISocketLike,
+  IStreamStatus,
+  LogStream
+} from '../logstream';
+
+// The server's table (docs/log-protocol.json, written from jupyter_hyperpod/core/logprotocol.py).
+declare function require(name: string): any;
+declare const __dirname: string;
+const protocol = JSON.parse(
+  require('fs').readFileSync(
+    require('path').join(__dirname, '..', '..', 'docs', 'log-protocol.json'),
+    'utf-8'
+  )
+);
 
 /** A socket the test drives: open it, send frames, close it with a code. */
 class FakeSocket implements ISocketLike {
@@ -183,6 +198,65 @@ describe('LogStream', () => {
     jest.advanceTimersByTime(1000);
     expect(sockets[1].url).toBe('1:10,0:4');
     expect(text).toEqual(['1:b', '0:a']);
+  });
+
+  it('keeps the same close codes as the server', () => {
+    const server: Record<number, unknown> = {};
+    for (const close of protocol.close_codes) {
+      server[close.code] = {
+        retry: close.retry,
+        message: close.message,
+        ...(close.max_retries !== undefined
+          ? { maxRetries: close.max_retries }
+          : {})
+      };
+    }
+    expect(CLOSE_CODES).toEqual(server);
+    expect(protocol.frames).toEqual(
+      expect.arrayContaining(['status', 'data', 'heartbeat', 'end', 'error'])
+    );
+  });
+
+  it('retries a server error a few times, then says it failed', () => {
+    const { stream, sockets } = setup();
+    const limit = CLOSE_CODES[1011].maxRetries ?? 0;
+    stream.start();
+    for (let i = 0; i < limit; i++) {
+      sockets[i].open();
+      sockets[i].drop(1011);
+      expect(stream.status.phase).toBe('reconnecting');
+      jest.advanceTimersByTime(60000);
+    }
+    sockets[limit].open();
+    sockets[limit].send({
+      type: 'error',
+      code: 'internal_error',
+      message: 'server error while following the log (see the server log)',
+      close: 1011
+    });
+    sockets[limit].drop(1011, 'server error');
+    expect(stream.status.phase).toBe('failed');
+    expect(stream.status.message).toMatch(/see the server log/);
+    jest.advanceTimersByTime(60000);
+    expect(sockets).toHaveLength(limit + 1);
+  });
+
+  it('shows the whole message of the error frame when it stops', () => {
+    const { stream, sockets } = setup();
+    stream.start();
+    sockets[0].open();
+    const message =
+      'offset must be between 0 and 9007199254740991 ' + 'x'.repeat(200);
+    sockets[0].send({
+      type: 'error',
+      code: 'invalid_request',
+      message,
+      close: 4000
+    });
+    sockets[0].drop(4000, message.slice(0, 120));
+    expect(stream.status.phase).toBe('failed');
+    expect(stream.status.message).toContain(message);
+    expect(sockets).toHaveLength(1);
   });
 
   it('closes its socket and schedules nothing once disposed', () => {
