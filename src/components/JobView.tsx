@@ -14,6 +14,8 @@ import {
   useTick
 } from './common';
 import { resources } from './JobsView';
+import { failedRank } from '../diagnosis';
+import { JobDiagnosis } from './JobDiagnosis';
 import { LogView } from './LogView';
 import { MetricsView } from './MetricsView';
 import { usePoll } from './usePoll';
@@ -149,6 +151,10 @@ export function JobView(props: IJobViewProps): JSX.Element {
     new Set([props.initialTab])
   );
   const [error, setError] = React.useState<ApiError | null>(null);
+  const [rankRequest, setRankRequest] = React.useState<{
+    rank: number;
+    serial: number;
+  } | null>(null);
   const running = !isFinished(job.state);
   const capabilities = model.cluster?.capabilities;
 
@@ -219,6 +225,14 @@ export function JobView(props: IJobViewProps): JSX.Element {
         <RefreshButton title="Refresh the job" onClick={refresh} />
       </header>
       <ErrorMessage error={error} stale onRetry={refresh} />
+      <JobDiagnosis
+        client={model.client}
+        job={job}
+        onShowRank={rank => {
+          select('logs');
+          setRankRequest({ rank, serial: (rankRequest?.serial ?? 0) + 1 });
+        }}
+      />
       <div className="jp-hyperpod-Tabs" role="tablist" aria-label="Job views">
         {tabs.map(t => (
           <button
@@ -253,6 +267,8 @@ export function JobView(props: IJobViewProps): JSX.Element {
               tailLines={model.settings.logTailLines}
               canFollow={capabilities?.follow_logs ?? true}
               perRank={capabilities?.per_rank_logs ?? true}
+              initialRank={failedRank(job) ?? 0}
+              rankRequest={rankRequest}
               onJobState={state => {
                 if (state !== job.state) {
                   refresh();

@@ -12,6 +12,7 @@ import * as React from 'react';
 
 import { HyperpodClient } from '../api';
 import { IStreamStatus, LogStream } from '../logstream';
+import { endedMessage } from '../diagnosis';
 import { IJob, isFinished, JobState } from '../models';
 import { IconButton } from './common';
 import { RankPrefixer } from '../rankprefix';
@@ -22,6 +23,10 @@ export interface ILogViewProps {
   tailLines: number;
   canFollow: boolean;
   perRank: boolean;
+  /** The rank shown first (a failed job opens on the rank that failed first). */
+  initialRank?: number;
+  /** Set by the owner to switch ranks ("Show its log"); applied when it changes. */
+  rankRequest?: { rank: number; serial: number } | null;
   /** The stream saw the job's state change or end: the owner refreshes the job. */
   onJobState?: (state: JobState) => void;
 }
@@ -74,6 +79,18 @@ function rankCount(job: IJob): number {
   return (job.spec.nodes ?? 1) * (job.spec.procs_per_node ?? 1);
 }
 
+/** A rank's state next to its number, when it says more than the job's. */
+function rankLabel(job: IJob, rank: number): string {
+  const state = job.ranks[rank]?.state;
+  if (!state || state === job.state) {
+    return '';
+  }
+  if (state === 'PENDING' && isFinished(job.state)) {
+    return ' · never started';
+  }
+  return ` · ${state}`;
+}
+
 function saveText(text: string, filename: string): void {
   const blob = new Blob([text], { type: 'text/plain' });
   const url = URL.createObjectURL(blob);
@@ -92,7 +109,14 @@ export function LogView(props: ILogViewProps): JSX.Element {
   const terminalRef = React.useRef<Terminal | null>(null);
   const searchRef = React.useRef<SearchAddon | null>(null);
   const streamRef = React.useRef<LogStream | null>(null);
-  const [rank, setRank] = React.useState<number | 'all'>(0);
+  const [rank, setRank] = React.useState<number | 'all'>(
+    props.initialRank ?? 0
+  );
+  React.useEffect(() => {
+    if (props.rankRequest) {
+      setRank(props.rankRequest.rank);
+    }
+  }, [props.rankRequest?.serial]);
   const [status, setStatus] = React.useState<IStreamStatus>({
     phase: 'connecting',
     message: 'Loading the log…'
@@ -205,7 +229,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
         setStatus({
           phase: 'ended',
           message: props.canFollow
-            ? `The job ended: ${job.state}.`
+            ? endedMessage(job)
             : 'This cluster does not follow logs live: use refresh.'
         });
         return;
@@ -300,6 +324,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
               <option key={i} value={i}>
                 Rank {i}
                 {job.ranks[i]?.node ? ` · ${job.ranks[i].node}` : ''}
+                {rankLabel(job, i)}
               </option>
             ))}
             <option value="all">All ranks</option>

@@ -1,0 +1,78 @@
+/**
+ * Why a job is where it is, from what the backends report (the job's reason, its ranks' exit
+ * codes and states, the orchestrator's events): which rank failed first, why a job waits.
+ */
+
+import { IJob } from './models';
+
+/** Exit codes of a rank stopped by the launcher after another rank failed (SIGTERM, SIGKILL). */
+const STOPPED_CODES = new Set([-15, -9, 143, 137]);
+
+/**
+ * The rank that failed first: the one the reason names ("rank 1 exited with code 3"), else the
+ * lowest rank that failed on its own (not stopped by a signal after another failed), else the
+ * lowest with a non-zero exit code; null when the job did not fail or no rank is to blame.
+ */
+export function failedRank(job: IJob): number | null {
+  if (job.state !== 'FAILED') {
+    return null;
+  }
+  const worldSize = Math.max(
+    job.ranks.length,
+    (job.spec.nodes ?? 1) * (job.spec.procs_per_node ?? 1)
+  );
+  const named = /\brank (\d+)\b/i.exec(job.state_reason ?? '');
+  if (named && Number(named[1]) < worldSize) {
+    return Number(named[1]);
+  }
+  const failed = job.ranks.filter(
+    r =>
+      (r.exit_code !== null && r.exit_code !== 0) ||
+      /fail|error|oom/i.test(r.state ?? '')
+  );
+  const own = failed.find(
+    r => r.exit_code === null || !STOPPED_CODES.has(r.exit_code)
+  );
+  return (own ?? failed[0])?.rank ?? null;
+}
+
+/** A sentence on why the job is not running yet, or null. */
+export function waitingReason(job: IJob): string | null {
+  if (job.state !== 'PENDING') {
+    return null;
+  }
+  if (job.state_reason) {
+    return job.state_reason;
+  }
+  return job.events.length > 0
+    ? job.events[job.events.length - 1]
+    : 'Waiting for the cluster to start it.';
+}
+
+/** The sentence shown when a job has ended, with its reason and exit code where known. */
+export function endedMessage(job: IJob): string {
+  const parts: string[] = [];
+  if (job.state_reason) {
+    parts.push(job.state_reason);
+  }
+  if (
+    job.exit_code !== null &&
+    job.exit_code !== 0 &&
+    !(job.state_reason ?? '').includes(`code ${job.exit_code}`)
+  ) {
+    parts.push(`exit code ${job.exit_code}`);
+  }
+  return `The job ended: ${job.state}${parts.length ? ` (${parts.join(', ')})` : ''}.`;
+}
+
+/** Restarts of the job's ranks so far (auto-resume, HyperPod restarts), as a sentence or null. */
+export function restartSummary(job: IJob): string | null {
+  const restarted = job.ranks.filter(r => r.restarts > 0);
+  if (restarted.length === 0) {
+    return null;
+  }
+  const most = Math.max(...restarted.map(r => r.restarts));
+  return `Restarted ${most} time${most === 1 ? '' : 's'} (${restarted
+    .map(r => `rank ${r.rank}: ${r.restarts}`)
+    .join(', ')}).`;
+}
