@@ -115,7 +115,16 @@ TRAIN_OVERRIDES = [
         minimum=0,
         group="training",
     ),
-    TemplateParam(name="packing", title="Sequence packing", type="boolean", group="training"),
+    TemplateParam(
+        name="packing",
+        title="Sequence packing",
+        type="boolean",
+        group="training",
+        description="Off (the seed's way, the config's default): one example per row, as many "
+        "rows per epoch as examples. On: several examples share each row of max_seq_length "
+        "tokens (2048 if unset), each still seeing only itself: fewer, fuller rows, so fewer "
+        "steps per epoch and much less padding",
+    ),
     TemplateParam(
         name="merge_weights", title="Merge adapter at the end", type="boolean", group="training"
     ),

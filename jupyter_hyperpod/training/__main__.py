@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     scaffold.add_argument("directory")
     scaffold.add_argument("--model-id", default=None, help="hub id or local model directory")
     scaffold.add_argument("--dataset", default=None, help="dataset file or hub dataset id")
+    scaffold.add_argument(
+        "--dataset-config", default=None, help="the hub dataset's config name (e.g. en)"
+    )
     scaffold.add_argument("--force", action="store_true", help="overwrite existing files")
     return parser
 
@@ -56,7 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .scaffold import scaffold_project
 
             written = scaffold_project(
-                args.directory, model_id=args.model_id, dataset=args.dataset, force=args.force
+                args.directory,
+                model_id=args.model_id,
+                dataset=args.dataset,
+                dataset_config=args.dataset_config,
+                force=args.force,
             )
             for path in written:
                 print(path)

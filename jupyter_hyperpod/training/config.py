@@ -18,6 +18,11 @@ from typing import Any
 
 import yaml
 
+from .errors import ConfigError
+from .fsdp_config import normalize_fsdp_config
+
+__all__ = ["ConfigError", "TrainingConfig", "config_from_dict", "load_config", "parse_overrides"]
+
 log = logging.getLogger(__name__)
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -59,10 +64,6 @@ _IGNORED_TRAINER_KEYS = {
     "logging_dir",
     "run_name",
 }
-
-
-class ConfigError(ValueError):
-    """A configuration problem, with the key at fault in the message."""
 
 
 @dataclass
@@ -113,8 +114,16 @@ class TrainingConfig:
     quantization: str = "auto"
     """auto (nf4 where bitsandbytes runs, else none), nf4 (QLoRA, fails if impossible) or none (LoRA)."""
     lora_target_modules: str | list[str] = "all-linear"
-    max_seq_length: int = 2048
-    packing: bool = True
+    quant_storage: str = "auto"
+    """Storage dtype of the packed 4-bit weights: auto (the compute dtype, what FSDP needs),
+    bfloat16, float32 or uint8 (no FSDP)."""
+    max_seq_length: int | None = None
+    """Longest example in tokens. None: the model's context, like the seed (which tokenizes
+    without truncation); with packing, the row length (2048 when None: the seed's chunk_size)."""
+    packing: bool = False
+    """Off (the seed's way): one example per row, padded per micro-batch, so an epoch has as many
+    examples as the data. On: several examples share a row of max_seq_length tokens (each still
+    sees only itself), so there are fewer, fuller rows: fewer steps and far less padding."""
     max_steps: int = -1
     lr_scheduler_type: str = "linear"
     warmup_ratio: float = 0.0
@@ -134,7 +143,9 @@ class TrainingConfig:
 
     # --- Evaluation ---
     eval_max_samples: int | None = 100
-    max_new_tokens: int = 256
+    max_new_tokens: int | None = None
+    """Generation length; None: the longest answer of the evaluated test examples (+10%), so
+    that no answer is cut (long reasoning chains need thousands of tokens)."""
     eval_base: bool = True
     eval_output: str | None = None
 
@@ -173,7 +184,21 @@ class TrainingConfig:
             (self.per_device_train_batch_size >= 1, "per_device_train_batch_size", "must be >= 1"),
             (self.per_device_eval_batch_size >= 1, "per_device_eval_batch_size", "must be >= 1"),
             (self.gradient_accumulation_steps >= 1, "gradient_accumulation_steps", "must be >= 1"),
-            (self.max_seq_length >= 16, "max_seq_length", "must be at least 16"),
+            (
+                self.max_seq_length is None or self.max_seq_length >= 16,
+                "max_seq_length",
+                "must be at least 16",
+            ),
+            (
+                self.max_new_tokens is None or self.max_new_tokens >= 1,
+                "max_new_tokens",
+                "must be at least 1",
+            ),
+            (
+                self.quant_storage in ("auto", "bfloat16", "float16", "float32", "uint8"),
+                "quant_storage",
+                "must be auto, bfloat16, float16, float32 or uint8",
+            ),
             (0.0 < self.test_size < 1.0, "test_size", "must be between 0 and 1"),
             (
                 self.prompt_format in ("deepseek-r1", "chat-template"),
@@ -284,16 +309,16 @@ def config_from_dict(data: dict[str, Any], config_dir: str | Path = ".") -> Trai
         if isinstance(default, (bool, int, float)) or item.name in (
             "max_samples",
             "eval_max_samples",
+            "max_seq_length",
+            "max_new_tokens",
         ):
             value = _coerce(key, value, default if default is not None else 0)
         if key == "mlflow_uri" and value == "":
             value = None
         if key == "column_mapping":
-            if not isinstance(value, dict):
-                raise ConfigError("column_mapping must be a mapping like {question: Question, ...}")
-            value = {**DEFAULT_COLUMNS, **{k: v for k, v in value.items() if v}}
-        if key == "fsdp_config" and not isinstance(value or {}, dict):
-            raise ConfigError("fsdp_config must be a mapping")
+            value = _column_mapping(value)
+        if key == "fsdp_config":
+            value = normalize_fsdp_config(value)
         if key == "fsdp" and isinstance(value, list):
             value = " ".join(value)
         values[key] = value if value is not None or key in ("mlflow_uri",) else item.default
@@ -308,6 +333,25 @@ def config_from_dict(data: dict[str, Any], config_dir: str | Path = ".") -> Trai
     values.setdefault("fsdp_config", {})
     values["fsdp_config"] = values["fsdp_config"] or {}
     return TrainingConfig(**values, config_dir=str(base))
+
+
+COLUMN_FIELDS = ("question", "reasoning", "response", "system")
+
+
+def _column_mapping(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError("column_mapping must be a mapping like {question: Question, ...}")
+    for key in value:
+        if key not in COLUMN_FIELDS:
+            close = difflib.get_close_matches(str(key), COLUMN_FIELDS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(
+                f"unknown config key 'column_mapping.{key}'{hint}: the fields are "
+                f"{', '.join(COLUMN_FIELDS)}"
+            )
+    # A field mapped to null/"" is dropped (e.g. reasoning: null for data without one).
+    merged = {**DEFAULT_COLUMNS, **value}
+    return {k: str(v) for k, v in merged.items() if v}
 
 
 def _looks_remote(key: str, value: str, base: Path, values: dict[str, Any]) -> bool:

@@ -89,15 +89,17 @@ def _iter_file(file: Path) -> Iterator[dict[str, Any]]:
         for batch in pq.ParquetFile(file).iter_batches(batch_size=1024):
             yield from batch.to_pylist()
     elif file.suffix == ".jsonl":
-        with file.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    try:
-                        yield json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise ConfigError(f"{file}:{number}: not JSON ({error.msg})") from None
+        yield from _iter_json_lines(file)
     else:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            if error.msg != "Extra data":
+                raise ConfigError(f"{file}: not JSON ({error})") from None
+            # JSON Lines in a .json file: what `datasets`' to_json writes (the seed's data prep).
+            yield from _iter_json_lines(file)
+            return
         if isinstance(data, dict):
             # {"data": [...]} or a column-oriented {"col": [...], ...}
             lists = [value for value in data.values() if isinstance(value, list)]
@@ -111,6 +113,19 @@ def _iter_file(file: Path) -> Iterator[dict[str, Any]]:
         if not isinstance(data, list):
             raise ConfigError(f"{file}: expected a list of records")
         yield from data
+
+
+def _iter_json_lines(file: Path) -> Iterator[dict[str, Any]]:
+    with file.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise ConfigError(f"{file}:{number}: not JSON ({error.msg})") from None
+                if not isinstance(row, dict):
+                    raise ConfigError(f"{file}:{number}: expected a JSON object per line")
+                yield row
 
 
 def _iter_saved_dataset(path: Path) -> Iterator[dict[str, Any]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import EVAL_JOB_ID_TAG, JOB_ID_TAG
-from .config import TrainingConfig
+from .config import ConfigError, TrainingConfig
 
 log = logging.getLogger("jupyter_hyperpod.training")
 
@@ -32,6 +32,52 @@ def resolve_tracking_uri(config: TrainingConfig) -> str:
 def _prepare_uri(uri: str) -> None:
     if uri.startswith("sqlite:///"):
         Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+
+
+# MLflow's REST client retries a refused connection 7 times with exponential backoff (minutes):
+# for the first request we want an answer in seconds.
+_FAST_FAIL = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+}
+
+
+def check_tracking_uri(mlflow: Any, uri: str) -> None:
+    """One cheap request to the tracking store; ConfigError with the cause if it fails.
+
+    A SageMaker MLflow ARN goes through the `sagemaker-mlflow` plugin (its `arn` tracking store
+    signs each request with SigV4 and sends it to the region's endpoint, or to
+    $SAGEMAKER_MLFLOW_CUSTOM_ENDPOINT: `sagemaker_mlflow/mlflow_sagemaker_helpers.py`).
+    """
+    if uri.startswith("arn:"):
+        import importlib.util
+
+        if importlib.util.find_spec("sagemaker_mlflow") is None:
+            raise ConfigError(
+                f"mlflow_uri {uri} is a SageMaker MLflow ARN, which needs the sagemaker-mlflow "
+                "plugin: pip install sagemaker-mlflow (part of jupyter-hyperpod[training])"
+            )
+    saved = {key: os.environ.get(key) for key in _FAST_FAIL}
+    os.environ.update(_FAST_FAIL)
+    try:
+        mlflow.MlflowClient(uri).search_experiments(max_results=1)
+    except Exception as error:
+        where = uri
+        endpoint = os.environ.get("SAGEMAKER_MLFLOW_CUSTOM_ENDPOINT")
+        if uri.startswith("arn:") and endpoint:
+            where += f" (endpoint {endpoint})"
+        message = str(error).strip().splitlines()[0][:400] if str(error).strip() else ""
+        raise ConfigError(
+            f"mlflow_uri: cannot use the MLflow tracking server at {where}: "
+            f"{type(error).__name__}: {message}"
+        ) from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def find_run_by_tag(client: Any, tag: str, value: str) -> Any | None:
@@ -75,7 +121,13 @@ class Tracker:
         tracker._mlflow = mlflow
         tracker.uri = resolve_tracking_uri(config)
         _prepare_uri(tracker.uri)
+        # The plugin's SigV4 auth and headers read the ARN from the global tracking URI.
         mlflow.set_tracking_uri(tracker.uri)
+        try:
+            check_tracking_uri(mlflow, tracker.uri)
+        except ConfigError:
+            tracker._restore_env()
+            raise
         client = mlflow.MlflowClient(tracker.uri)
         job_id = os.environ.get("HYPERPOD_JOB_ID")
         existing = None
@@ -182,8 +234,12 @@ class Tracker:
     def end(self, status: str = "FINISHED") -> None:
         if not self.active:
             return
+        self.active = False  # once: a failure path may end it again
         self._mlflow.flush_async_logging()
         self._mlflow.end_run(status=status)
+        self._restore_env()
+
+    def _restore_env(self) -> None:
         if self._saved_env is None:
             os.environ.pop("MLFLOW_TRACKING_URI", None)
         else:

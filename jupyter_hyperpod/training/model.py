@@ -58,12 +58,29 @@ def resolve_quantization(config: TrainingConfig, device: Any) -> str:
     return "none"
 
 
+def storage_dtype(name: str, compute: Any) -> Any:
+    """The packed 4-bit weights' dtype: `auto` is the compute dtype (FSDP shards it like the
+    other parameters; the seed sets `bnb_4bit_quant_storage` to its compute dtype too)."""
+    import torch
+
+    return compute if name == "auto" else getattr(torch, name)
+
+
 def load_base_model(
-    model_id: str, *, quantization: str, dtype: Any, device: Any, for_fsdp: bool = False
+    model_id: str,
+    *,
+    quantization: str,
+    dtype: Any,
+    device: Any,
+    for_fsdp: bool = False,
+    quant_storage: str = "auto",
 ) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
+    from . import readmeter
+
+    readmeter.install()
     kwargs: dict[str, Any] = {"dtype": dtype}
     if quantization == "nf4":
         from transformers import BitsAndBytesConfig
@@ -73,8 +90,7 @@ def load_base_model(
             bnb_4bit_quant_type="nf4",
             bnb_4bit_use_double_quant=True,
             bnb_4bit_compute_dtype=dtype,
-            # FSDP flattens and shards storage: store the packed weights in the compute dtype.
-            bnb_4bit_quant_storage=dtype,
+            bnb_4bit_quant_storage=storage_dtype(quant_storage, dtype),
         )
         kwargs["device_map"] = {"": device}
     elif device.type == "cuda" and not for_fsdp:
@@ -111,36 +127,45 @@ def add_lora(model: Any, config: TrainingConfig) -> Any:
         task_type="CAUSAL_LM",
     )
     model = get_peft_model(model, lora)
-    if config.gradient_checkpointing:
+    if config.gradient_checkpointing or config.fsdp_config.get("activation_checkpointing"):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
     return model
 
 
-def decoder_layers(model: Any) -> list[Any]:
-    """The transformer blocks (FSDP's auto_wrap units), found by the model's own no-split classes."""
-    names = set(getattr(model, "_no_split_modules", None) or [])
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    names |= set(getattr(inner, "_no_split_modules", None) or [])
+def decoder_layers(model: Any, classes: list[str] | None = None) -> list[Any]:
+    """The transformer blocks (FSDP's auto_wrap units): `classes` (fsdp_config's
+    transformer_layer_cls_to_wrap) or the model's own no-split classes."""
+    if classes:
+        names = set(classes)
+    else:
+        names = set(getattr(model, "_no_split_modules", None) or [])
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        names |= set(getattr(inner, "_no_split_modules", None) or [])
     layers = [m for m in model.modules() if type(m).__name__ in names]
     if not layers:
-        raise ConfigError("cannot find the model's transformer blocks to wrap with FSDP")
+        key = "fsdp_config.transformer_layer_cls_to_wrap" if classes else "fsdp"
+        raise ConfigError(f"{key}: no module of class {sorted(names)} in the model to wrap")
     return layers
 
 
 def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any) -> dict[str, Any]:
     """Shard with FSDP2 (`fully_shard`) following the seed's `fsdp`/`fsdp_config` options.
 
-    full_shard: reshard after forward; shard_grad_op: keep parameters gathered until backward;
-    auto_wrap: one unit per transformer block; offload (or fsdp_config.offload_params): sharded
-    parameters, gradients and optimizer state live in CPU memory (GPU only, meaningless on CPU).
+    full_shard: reshard after forward; shard_grad_op: keep parameters gathered until backward
+    (fsdp_config.reshard_after_forward overrides both); auto_wrap: one unit per transformer block
+    (transformer_layer_cls_to_wrap names them); offload (or fsdp_config.offload_params): sharded
+    parameters, gradients and optimizer state live in CPU memory (GPU only, meaningless on CPU);
+    forward_prefetch: the next block's all-gather starts during this block's forward;
+    backward_prefetch: backward_pre (FSDP2's own order: the previous block's all-gather is
+    issued before this block's backward), no_prefetch: none.
     """
     import torch
     from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 
     options = config.fsdp_options
     fsdp_config = config.fsdp_config or {}
-    reshard = "shard_grad_op" not in options
+    reshard = bool(fsdp_config.get("reshard_after_forward", "shard_grad_op" not in options))
     kwargs: dict[str, Any] = {"reshard_after_forward": reshard}
     offload = "offload" in options or bool(fsdp_config.get("offload_params"))
     if offload and runtime.device.type == "cuda":
@@ -152,7 +177,7 @@ def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any)
     wrapped = 0
     layers: list[Any] = []
     if "auto_wrap" in options or not options - {"offload"}:
-        layers = decoder_layers(model)
+        layers = decoder_layers(model, fsdp_config.get("transformer_layer_cls_to_wrap"))
         for layer in layers:
             fully_shard(layer, **kwargs)
             wrapped += 1
@@ -160,10 +185,18 @@ def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any)
     if fsdp_config.get("forward_prefetch") and len(layers) > 1:
         for current, following in itertools.pairwise(layers):
             current.set_modules_to_forward_prefetch([following])
+    prefetch = fsdp_config.get("backward_prefetch", "backward_pre")
+    for index, layer in enumerate(layers):
+        # backward runs the blocks in reverse: block i prefetches block i-1.
+        layer.set_modules_to_backward_prefetch(
+            [layers[index - 1]] if prefetch == "backward_pre" and index > 0 else []
+        )
     return {
         "fsdp_units": wrapped + 1,
         "reshard_after_forward": reshard,
         "cpu_offload": "offload_policy" in kwargs,
+        "backward_prefetch": prefetch,
+        "forward_prefetch": bool(fsdp_config.get("forward_prefetch")),
     }
 
 
@@ -177,14 +210,33 @@ def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[s
 
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    model = load_base_model(
-        config.model_id,
-        quantization=quantization,
-        dtype=dtype,
-        device=runtime.device,
-        for_fsdp=use_fsdp,
-    )
+    efficient = use_fsdp and bool(config.fsdp_config.get("cpu_ram_efficient_loading"))
+    layers: dict[str, Any] = {}
+    if runtime.is_main or not efficient:
+        model = load_base_model(
+            config.model_id,
+            quantization=quantization,
+            dtype=dtype,
+            device=runtime.device,
+            for_fsdp=use_fsdp,
+            quant_storage=config.quant_storage,
+        )
+    if efficient:
+        from . import fsdp_loading
+
+        if runtime.is_main and quantization == "nf4":
+            layers = fsdp_loading.describe_4bit(model)
+        layers = runtime.broadcast_object(layers)
+        if not runtime.is_main:
+            model = fsdp_loading.meta_skeleton(config.model_id, layers, dtype, runtime.device)
     model = add_lora(model, config)
+    if efficient:
+        specs = runtime.broadcast_object(
+            fsdp_loading.tensor_specs(model) if runtime.is_main else None
+        )
+        full = fsdp_loading.full_tensors(model) if runtime.is_main else None
+        if not runtime.is_main:
+            fsdp_loading.conform(model, specs)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
     facts: dict[str, Any] = {
@@ -197,6 +249,13 @@ def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[s
     if use_fsdp:
         facts.update(apply_fsdp(model, config, runtime, dtype))
         facts["parallelism"] = "fsdp"
+        if efficient:
+            if not runtime.is_main:
+                offloaded = facts["cpu_offload"]
+                fsdp_loading.materialize(model, "cpu" if offloaded else runtime.device)
+            fsdp_loading.load_from_rank0(model, full, specs, runtime)
+            del full
+        facts["cpu_ram_efficient_loading"] = efficient
         # Evidence that parameters are really sharded: this rank holds only its part.
         facts["trainable_params_local"] = sum(
             p.to_local().numel() if hasattr(p, "to_local") else p.numel()
@@ -212,6 +271,13 @@ def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[s
         facts["parallelism"] = "ddp"
     elif runtime.device.type == "cuda" and quantization == "none":
         model.to(runtime.device)
+    from . import readmeter
+
+    facts["checkpoint_bytes_read_per_rank"] = (
+        runtime.gather_to_main(readmeter.bytes_read())
+        if runtime.distributed
+        else [readmeter.bytes_read()]
+    )
     return model, facts
 
 

@@ -13,6 +13,12 @@ from .config import DEFAULT_SYSTEM_PROMPT
 
 CONFIG_NAME = "args-fine-tuning.yaml"
 
+KNOWN_DATASET_CONFIGS = {
+    # The seed's dataset has configs en, zh, en_mix and zh_mix and no default: loading it
+    # without one fails ("Config name is missing").
+    "FreedomIntelligence/medical-o1-reasoning-SFT": "en",
+}
+
 CONFIG_TEMPLATE = """\
 # Fine-tuning config (the seed's keys, plus ours). Relative paths are relative to this file, so the
 # project works wherever the cluster mounts the shared file system. Submit it with the
@@ -32,6 +38,8 @@ test_dataset_path: "data/test/"
 
 # Data preparation (runs before training when data/train is missing)
 dataset: {dataset}
+dataset_config: {dataset_config}    # hub datasets with several configs (the seed's: en)
+dataset_split: train
 column_mapping:
   question: Question
   reasoning: Complex_CoT
@@ -58,8 +66,13 @@ gradient_accumulation_steps: 2
 gradient_checkpointing: true
 bf16: true
 tf32: false
-max_seq_length: 2048
-packing: true
+# Sequence length and packing. Like the seed, each example is one row (padded per micro-batch)
+# and nothing is cut: max_seq_length null = the model's context. packing: true puts several
+# examples in one row of max_seq_length tokens (2048 when null); each example still attends
+# only to itself, but an epoch has fewer, fuller rows: fewer optimizer steps (different
+# learning-rate schedule and batch composition) and much less padding to compute.
+max_seq_length: null
+packing: false
 save_steps: 50                      # checkpoint every N steps; a restarted job resumes from the last
 save_total_limit: 2
 fsdp: "full_shard auto_wrap offload"
@@ -71,9 +84,9 @@ fsdp_config:
   use_orig_params: true
 merge_weights: true
 
-# Evaluation (ROUGE, fine-tuned vs base)
+# Evaluation (ROUGE-1/2/L/Lsum, the merged fine-tuned model vs the full-precision base)
 eval_max_samples: 100
-max_new_tokens: 256
+max_new_tokens: null                # null: the longest test answer + 10% (no answer is cut)
 """
 
 SCRIPT_TEMPLATE = '''\
@@ -118,6 +131,7 @@ def scaffold_project(
     *,
     model_id: str | None = None,
     dataset: str | None = None,
+    dataset_config: str | None = None,
     force: bool = False,
     relative_to: str | Path | None = None,
 ) -> list[Path]:
@@ -137,6 +151,7 @@ def scaffold_project(
             model_dir=_yaml_str(model_id if local_model else "models/base"),
             model_source=_yaml_str(None if local_model else model_id),
             dataset=_yaml_str(dataset),
+            dataset_config=_yaml_str(dataset_config or KNOWN_DATASET_CONFIGS.get(dataset or "")),
             system_prompt=DEFAULT_SYSTEM_PROMPT.replace('"', "'"),
         ),
         "README.md": README.format(config_name=CONFIG_NAME, config_path=shown),

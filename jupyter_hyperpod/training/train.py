@@ -50,27 +50,71 @@ def lr_lambda(config: TrainingConfig, total_steps: int):  # type: ignore[no-unty
     return factor
 
 
-def ensure_inputs(config: TrainingConfig, runtime: Runtime) -> None:
-    """Rank 0 downloads the model and prepares the data when the config says where from."""
-    error: str | None = None
+def on_main(runtime: Runtime, work: Any) -> Any:
+    """Run `work()` on rank 0 only (its result stays there); every rank raises its error.
+
+    A ConfigError (or a missing file) stays one, so every rank exits with the clean message
+    (status 2 or 1) instead of a traceback.
+    """
+    outcome: tuple[str, Any] = ("ok", None)
+    result = None
     if runtime.is_main:
         try:
-            if config.model_source and not Path(config.model_id).exists():
-                from .download import download_model
-
-                download_model(config.model_source, config.model_id, revision=config.model_revision)
-            if not is_prepared(config):
-                if not config.dataset:
-                    raise ConfigError(
-                        f"no training data at {config.train_dataset_path} and no "
-                        "`dataset` to prepare it from"
-                    )
-                prepare(config)
+            result = work()
+        except ConfigError as exc:
+            outcome = ("config", str(exc))
+        except FileNotFoundError as exc:
+            outcome = ("missing", str(exc))
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-    error = runtime.broadcast_object(error)
-    if error:
-        raise RuntimeError(f"preparing inputs failed on rank 0: {error}")
+            outcome = ("error", f"{type(exc).__name__}: {exc}")
+            if not runtime.distributed:
+                raise
+    kind, value = runtime.broadcast_object(outcome)
+    if kind == "config":
+        raise ConfigError(value)
+    if kind == "missing":
+        raise FileNotFoundError(value)
+    if kind == "error":
+        raise RuntimeError(f"failed on rank 0: {value}")
+    return result
+
+
+def ensure_inputs(config: TrainingConfig, runtime: Runtime) -> None:
+    """Rank 0 downloads the model and prepares the data when the config says where from."""
+
+    def work() -> None:
+        if config.model_source and not Path(config.model_id).exists():
+            from .download import download_model
+
+            download_model(config.model_source, config.model_id, revision=config.model_revision)
+        model = Path(config.model_id)
+        if not config.model_source and model.is_absolute() and not model.exists():
+            # (A hub id stays relative in the config; a path was made absolute.)
+            raise ConfigError(f"model_id: {model} does not exist")
+        if not is_prepared(config):
+            if not config.dataset:
+                raise ConfigError(
+                    f"no training data at {config.train_dataset_path} and no "
+                    "`dataset` to prepare it from"
+                )
+            prepare(config)
+        read_split(config.train_dataset_path)  # a bad prepared file fails here, not later
+
+    on_main(runtime, work)
+
+
+def sequence_limit(config: TrainingConfig) -> int:
+    """Longest example (tokens): max_seq_length, else the model's context (like the seed,
+    which tokenizes without truncation); packing fills rows of 2048 when it is unset."""
+    if config.max_seq_length:
+        return config.max_seq_length
+    if config.packing:
+        return 2048
+    from transformers import AutoConfig
+
+    model_config = AutoConfig.from_pretrained(config.model_id)
+    text_config = getattr(model_config, "text_config", None) or model_config
+    return int(getattr(text_config, "max_position_embeddings", 0) or 2**31 - 1)
 
 
 def _all_reduce(values: list[float], runtime: Runtime) -> list[float]:
@@ -130,25 +174,21 @@ def train(config: TrainingConfig) -> dict[str, Any]:
 
 
 def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
-    import torch
 
     ensure_inputs(config, runtime)
     seed_everything(config.seed)
     tokenizer = load_tokenizer(config.model_id)
     records = read_split(config.train_dataset_path)
-    examples, dropped = tokenize_records(records, tokenizer, config.max_seq_length)
+    limit = sequence_limit(config)
+    examples, dropped = tokenize_records(records, tokenizer, limit)
     if not examples:
-        raise ConfigError(f"no training example fits in max_seq_length={config.max_seq_length}")
+        raise ConfigError(f"no training example fits in max_seq_length={limit}")
     if dropped:
-        log.warning(
-            "%d example(s) longer than max_seq_length=%d were dropped",
-            dropped,
-            config.max_seq_length,
-        )
+        log.warning("%d example(s) longer than max_seq_length=%d were dropped", dropped, limit)
     plan = make_plan(
         examples,
         packing=config.packing,
-        max_length=config.max_seq_length,
+        max_length=limit,
         micro_batch_size=config.per_device_train_batch_size,
         world_size=runtime.world_size,
         accumulation=config.gradient_accumulation_steps,
@@ -160,6 +200,41 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
         else max(1, math.ceil(config.num_train_epochs * plan.steps_per_epoch))
     )
 
+    resume_from: Path | None = None
+    if config.resume == "auto":
+        resume_from = latest_checkpoint(config.checkpoints_path)
+    elif config.resume != "never":
+        resume_from = Path(config.resume)
+        if not resume_from.is_dir():
+            raise ConfigError(f"resume: no checkpoint directory at {resume_from}")
+    # MLflow before the model: a wrong tracking URI fails in seconds, not after the load.
+    tracker = on_main(
+        runtime,
+        lambda: Tracker.for_training(config, active=True, resuming=resume_from is not None),
+    )
+    if not runtime.is_main:
+        tracker = Tracker(False)
+    try:
+        return _train_model(
+            config, runtime, tokenizer, examples, plan, total_steps, tracker, resume_from
+        )
+    except BaseException:
+        tracker.end("FAILED")
+        raise
+
+
+def _train_model(
+    config: TrainingConfig,
+    runtime: Runtime,
+    tokenizer: Any,
+    examples: list[Any],
+    plan: Any,
+    total_steps: int,
+    tracker: Tracker,
+    resume_from: Path | None,
+) -> dict[str, Any]:
+    import torch
+
     model, facts = prepare_model(config, runtime)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
@@ -168,11 +243,6 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(config, total_steps))
 
     start_step = 0
-    resume_from: Path | None = None
-    if config.resume == "auto":
-        resume_from = latest_checkpoint(config.checkpoints_path)
-    elif config.resume != "never":
-        resume_from = Path(config.resume)
     torch.manual_seed(config.seed + 7919 * runtime.rank)  # dropout streams, one per rank
     tokens_seen = 0
     resumed_loss = float("nan")
@@ -184,7 +254,6 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
         resumed_loss = float(state.get("loss", float("nan")))
         log.info("resumed from %s at step %d/%d", resume_from, start_step, total_steps)
 
-    tracker = Tracker.for_training(config, active=runtime.is_main, resuming=start_step > 0)
     job_id = os.environ.get("HYPERPOD_JOB_ID", "")
     tracker.log_params(
         {
@@ -316,6 +385,10 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
             "resumed_from_step": start_step,
             "tokens_seen": tokens_seen,
             "world_size": runtime.world_size,
+            "train_examples": len(examples),
+            "rows": len(plan.rows),
+            "steps_per_epoch": plan.steps_per_epoch,
+            "packing": config.packing,
             "padding_fraction": 1.0 - real_total / padded_total if padded_total else None,
             "adapter_dir": str(config.adapter_path),
             **facts,
