@@ -18,6 +18,8 @@ from .handlers import (
     AwsConnectHandler,
     ClusterHandler,
     FilesHandler,
+    GpuNodesHandler,
+    JobGpuHandler,
     JobHandler,
     JobsHandler,
     LogsHandler,
@@ -56,6 +58,8 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/jobs/{JOB_ID}/logs", LogsHandler),
     (f"{API}/jobs/{JOB_ID}/logs/stream", LogStreamHandler),
     (f"{API}/jobs/{JOB_ID}/metrics", MetricsHandler),
+    (f"{API}/gpu/nodes", GpuNodesHandler),
+    (f"{API}/jobs/{JOB_ID}/gpu", JobGpuHandler),
 ]
 
 

@@ -719,6 +719,14 @@ def check_mlflow(uri: str) -> Check:
     return Check(name, "warn", f"{uri}: not checked (unknown scheme)", "")
 
 
+def check_gpu_metrics(settings: Any, kind: str) -> Check:
+    """The GPU metrics endpoint answers PromQL and has DCGM series (or the local GPUs read)."""
+    from .gpu.reader import check_gpu
+
+    status, detail, fix = check_gpu(settings, kind)
+    return Check("GPU metrics", status, detail, fix)  # type: ignore[arg-type]
+
+
 # -- the whole report --------------------------------------------------------------------------------
 
 
@@ -752,6 +760,7 @@ def diagnose(
         checks.extend(_guard("AWS", lambda: aws_checks(kind, settings)))
     uri = mlflow_uri or settings.mlflow_tracking_uri or _default_mlflow(settings, partition)
     checks.extend(_guard("MLflow", lambda: check_mlflow(uri)))
+    checks.extend(_guard("GPU metrics", lambda: check_gpu_metrics(settings, kind)))
     return DoctorReport(checks, kind, where)
 
 

@@ -245,6 +245,27 @@ class MetricsHandler(HyperPodAPIHandler):
         self.send(await self.run_in("backend", self.service.metrics, job_id))
 
 
+class GpuNodesHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.send(await self.run(self.service.gpu_nodes))
+
+
+class JobGpuHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        raw = self.get_argument("step", "")
+        try:
+            step = float(raw) if raw else None
+        except ValueError:
+            raise InvalidRequest(
+                f"step must be a number of seconds, not '{raw}'", field="step"
+            ) from None
+        self.send(await self.run(self.service.job_gpu, job_id, step))
+
+
 class LogStreamHandler(
     ServiceMixin, WebSocketMixin, WebSocketHandler, ExtensionHandlerMixin, JupyterHandler
 ):

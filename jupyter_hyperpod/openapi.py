@@ -30,6 +30,7 @@ from .core.models import (
     TemplateInfo,
     TemplateSubmission,
 )
+from .gpu.models import GpuNodes, JobGpu
 
 VERSION = "1.0.0"
 
@@ -56,6 +57,8 @@ MODELS: list[type[BaseModel]] = [
     JobList,
     LogSnapshot,
     JobMetrics,
+    GpuNodes,
+    JobGpu,
     ErrorResponse,
 ]
 
@@ -267,6 +270,36 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "The job's MLflow metric histories (empty when none)",
                 "responses": {"200": _json(JobMetrics, "Metrics"), **_errors(404)},
+            },
+        },
+        "/gpu/nodes": {
+            "get": {
+                "summary": "Each node's GPUs now: utilisation, memory, power, temperature, XID",
+                "description": (
+                    "From the DCGM exporter's series in the configured Prometheus, Amazon Managed "
+                    "Prometheus (SigV4) or Grafana data source proxy (gpu_metrics_url); on the local "
+                    "backend without one, from NVML or nvidia-smi. No source, or one that fails: "
+                    "200 with no nodes, `source` null or set, and `message` saying why."
+                ),
+                "responses": {"200": _json(GpuNodes, "GPUs by node")},
+            }
+        },
+        "/jobs/{job_id}/gpu": {
+            "parameters": [JOB_ID_PARAM],
+            "get": {
+                "summary": "The job's GPU utilisation and memory over its run (a range query)",
+                "description": (
+                    "Kubernetes: the job's pods (DCGM pod mapping); Slurm and local: its nodes. "
+                    "No source: 200 with no series and `message`."
+                ),
+                "parameters": [
+                    _query(
+                        "step",
+                        {"type": "number", "minimum": 1, "maximum": 3600},
+                        "Seconds between points; default: the run split in at most 300",
+                    )
+                ],
+                "responses": {"200": _json(JobGpu, "GPU series"), **_errors(400, 404)},
             },
         },
     }

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="slurm-wlm munge slurmdbd mariadb-server chromium"
+APT_PACKAGES="slurm-wlm munge slurmdbd mariadb-server chromium prometheus"  # prometheus: tests/gpu
 missing=""
 for package in $APT_PACKAGES; do
   dpkg -s "$package" >/dev/null 2>&1 || missing="$missing $package"

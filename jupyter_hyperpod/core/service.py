@@ -77,6 +77,8 @@ class HyperPodService:
     def close(self) -> None:
         self.orchestrator.close()
         self.store.close()
+        if self._gpu is not None:
+            self._gpu.close()
 
     def use_orchestrator(self, kind: str, **traits: Any) -> ClusterInfo:
         """Switch the running service to another backend, built with the same settings (`traits`
@@ -476,6 +478,32 @@ class HyperPodService:
         from ..metrics import read_job_metrics
 
         return read_job_metrics(self.mlflow_uri_for_server(data.get("mlflow_uri")), job.id)
+
+    # -- GPU metrics (DCGM series in Prometheus/AMP/Grafana; NVML or nvidia-smi locally) ------
+    _gpu: Any = None
+
+    @property
+    def gpu(self) -> Any:
+        """The GPU metrics reader (`jupyter_hyperpod.gpu.GpuMetrics`), made on first use."""
+        if self._gpu is None:
+            from ..gpu import GpuMetrics
+
+            self._gpu = GpuMetrics(self.settings)
+        return self._gpu
+
+    def gpu_nodes(self) -> Any:
+        """Each node's GPUs now (`GpuNodes`); no source: none, with the reason."""
+        return self.gpu.nodes(self.orchestrator.kind)
+
+    def job_gpu(self, job_id: str, step: float | None = None) -> Any:
+        """The job's GPU utilisation and memory over its run (`JobGpu`)."""
+        if step is not None and not 1 <= step <= 3600:
+            raise InvalidRequest("step must be between 1 and 3600 seconds", field="step")
+        job, data = self._get(job_id)
+        if not job.state.finished:
+            self.refresh()
+            job, data = self._get(job_id)
+        return self.gpu.job(job, data, self.orchestrator.kind, step=step)
 
 
 @contextmanager

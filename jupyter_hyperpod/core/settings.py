@@ -79,6 +79,43 @@ class HyperPodSettings(Configurable):
     heartbeat_interval = Float(
         15.0, config=True, help="Seconds between heartbeats on a followed log stream."
     )
+    gpu_metrics_url = Unicode(
+        "",
+        config=True,
+        help="Prometheus-compatible endpoint with the DCGM exporter's series: a Prometheus root "
+        "(http://prometheus:9090), an Amazon Managed Prometheus workspace "
+        "(https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>) or a Grafana data source "
+        "proxy (https://<grafana>/api/datasources/proxy/uid/<uid>). Empty: NVML/nvidia-smi on the "
+        "local backend, else no GPU figures.",
+    )
+    gpu_metrics_kind = Enum(
+        ["auto", "prometheus", "amp", "grafana"],
+        default_value="auto",
+        config=True,
+        help="How to talk to gpu_metrics_url; auto: from the URL (AMP host, Grafana proxy path).",
+    )
+    gpu_metrics_token = Unicode(
+        "",
+        config=True,
+        help="Bearer token for gpu_metrics_url (a Grafana service account token). "
+        "Amazon Managed Prometheus is signed with SigV4 and the boto3 credentials instead.",
+    )
+    gpu_metrics_region = Unicode(
+        "", config=True, help="AWS region for Amazon Managed Prometheus; default: from the URL."
+    )
+    gpu_metrics_node_label = Unicode(
+        "Hostname", config=True, help="The DCGM series' label that names the node."
+    )
+    gpu_metrics_pod_label = Unicode(
+        "pod", config=True, help="The DCGM series' label that names the pod (Kubernetes)."
+    )
+    gpu_local = Enum(
+        ["auto", "nvml", "nvidia-smi", "off"],
+        default_value="auto",
+        config=True,
+        help="Local backend without gpu_metrics_url: read this machine's GPUs with NVML "
+        "(nvidia-ml-py) or nvidia-smi; auto: NVML, else nvidia-smi.",
+    )
 
     @default("shared_fs_root")
     def _default_fs_root(self) -> str:

@@ -1,0 +1,57 @@
+"""What the REST API, the client and the panel show of GPUs: per node now, per job over time."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+GpuSource = Literal["prometheus", "amp", "grafana", "nvml", "nvidia-smi"]
+SeriesMetric = Literal["utilization", "memory_used_mb", "power_w", "temperature_c"]
+
+
+class GpuDevice(BaseModel):
+    gpu: str = Field(description="GPU index on its node (DCGM label `gpu`)")
+    uuid: str | None = None
+    model: str | None = None
+    utilization: float | None = Field(None, description="Percent busy (DCGM_FI_DEV_GPU_UTIL)")
+    memory_used_mb: float | None = Field(None, description="MiB of frame buffer used")
+    memory_total_mb: float | None = Field(None, description="MiB of frame buffer (used + free)")
+    power_w: float | None = None
+    temperature_c: float | None = None
+    xid_error: int | None = Field(
+        None, description="Last XID error code the driver reported (0: none)"
+    )
+    pod: str | None = Field(None, description="Pod using the GPU (Kubernetes pod mapping)")
+    namespace: str | None = None
+
+
+class GpuNode(BaseModel):
+    node: str = Field(description="Node name, as in GET /nodes where the labels agree")
+    gpus: list[GpuDevice]
+    utilization: float | None = Field(None, description="Mean utilisation of the node's GPUs")
+    memory_used_mb: float | None = None
+    memory_total_mb: float | None = None
+
+
+class GpuNodes(BaseModel):
+    source: GpuSource | None = Field(None, description="Where the figures come from; None: none")
+    time: float = Field(description="When they were read (seconds since the epoch)")
+    nodes: list[GpuNode] = Field(default_factory=list)
+    message: str | None = Field(None, description="Why no figures are shown, when none are")
+
+
+class GpuSeries(BaseModel):
+    metric: SeriesMetric
+    node: str | None = None
+    gpu: str | None = None
+    points: list[tuple[float, float]] = Field(description="(time, value) pairs, oldest first")
+
+
+class JobGpu(BaseModel):
+    source: GpuSource | None = None
+    start: float | None = None
+    end: float | None = None
+    step: float | None = Field(None, description="Seconds between points")
+    series: list[GpuSeries] = Field(default_factory=list)
+    message: str | None = Field(None, description="Why no series are shown, when none are")

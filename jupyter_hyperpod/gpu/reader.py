@@ -1,0 +1,203 @@
+"""GPU figures for the service: from the configured Prometheus-compatible endpoint (DCGM exporter
+series), else, on the local backend, from this machine's GPUs; else none, without an error.
+
+Which GPUs are a job's: its pods on Kubernetes (dcgm-exporter's pod mapping: `pod`/`namespace`),
+its nodes on Slurm (the job's node list) and on the local backend.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import socket
+import threading
+import time
+from typing import Any
+
+from ..core.errors import HyperPodError
+from ..core.models import Job, JobState
+from . import dcgm
+from .local import LocalGpus
+from .models import GpuNodes, JobGpu
+from .prometheus import PrometheusClient
+
+MAX_POINTS = 300
+NO_SOURCE = (
+    "no GPU metrics: set c.HyperPodSettings.gpu_metrics_url to the cluster's Prometheus, "
+    "Amazon Managed Prometheus workspace or Grafana data source"
+)
+
+
+class GpuMetrics:
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        url = str(getattr(settings, "gpu_metrics_url", "") or "")
+        self.prometheus = (
+            PrometheusClient(
+                url,
+                kind=str(getattr(settings, "gpu_metrics_kind", "auto")),
+                token=str(getattr(settings, "gpu_metrics_token", "") or ""),
+                region=str(getattr(settings, "gpu_metrics_region", "") or ""),
+            )
+            if url
+            else None
+        )
+        self.node_label = str(getattr(settings, "gpu_metrics_node_label", "") or dcgm.NODE_LABEL)
+        self.pod_label = str(getattr(settings, "gpu_metrics_pod_label", "") or dcgm.POD_LABEL)
+        self._local: LocalGpus | None = None
+        self._local_lock = threading.Lock()
+
+    def local(self) -> LocalGpus:
+        """This machine's GPUs (probed once; the sampler starts with the first look)."""
+        with self._local_lock:
+            if self._local is None:
+                prefer = str(getattr(self.settings, "gpu_local", "auto"))
+                self._local = LocalGpus(prefer=prefer) if prefer != "off" else LocalGpus(prefer="")
+                self._local.start()
+            return self._local
+
+    def close(self) -> None:
+        if self._local is not None:
+            self._local.stop()
+
+    # -- now, per node -------------------------------------------------------------------------
+    def nodes(self, kind: str) -> GpuNodes:
+        now = time.time()
+        if self.prometheus is not None:
+            try:
+                data = self.prometheus.query(dcgm.nodes_query(node_label=self.node_label))
+            except HyperPodError as error:
+                return GpuNodes(source=self.prometheus.kind, time=now, message=error.message)
+            found = dcgm.parse_nodes(data, self.node_label, self.pod_label)
+            return GpuNodes(
+                source=self.prometheus.kind,
+                time=now,
+                nodes=found,
+                message=None if found else "the endpoint has no DCGM exporter series",
+            )
+        if kind == "local":
+            local = self.local()
+            if local.available:
+                devices = local.read()
+                return GpuNodes(
+                    source=local.source,
+                    time=now,
+                    nodes=[dcgm.summarise(socket.gethostname(), devices)] if devices else [],
+                )
+            return GpuNodes(time=now, message="no NVIDIA GPU on this machine")
+        return GpuNodes(time=now, message=NO_SOURCE)
+
+    # -- over time, per job --------------------------------------------------------------------
+    def job(
+        self, job: Job, data: dict[str, Any], kind: str, *, step: float | None = None
+    ) -> JobGpu:
+        if job.started is None or job.state == JobState.PENDING:
+            return JobGpu(message="the job has not started")
+        start = job.started
+        end = job.ended or time.time()
+        end = max(end, start + 1)
+        step = step or max(1.0, math.ceil((end - start) / MAX_POINTS))
+        if self.prometheus is not None:
+            return self._job_from_prometheus(job, data, kind, start, end, step)
+        if kind == "local":
+            local = self.local()
+            if not local.available:
+                return JobGpu(message="no NVIDIA GPU on this machine")
+            gpus = [str(index) for index in data.get("gpus") or []] or None
+            series = local.series(socket.gethostname(), start, end, gpus)
+            return JobGpu(
+                source=local.source,
+                start=start,
+                end=end,
+                step=local.interval,
+                series=series,
+                message=None if series else "no GPU samples in the job's time yet",
+            )
+        return JobGpu(message=NO_SOURCE)
+
+    def _job_from_prometheus(
+        self, job: Job, data: dict[str, Any], kind: str, start: float, end: float, step: float
+    ) -> JobGpu:
+        assert self.prometheus is not None
+        source = self.prometheus.kind
+        if kind == "kubernetes":
+            name = re.escape(job.backend_id or job.id)
+            query = dcgm.job_query(
+                pod_pattern=f"{name}-[a-z]+-[0-9]+",
+                namespace=str(data.get("namespace") or job.spec.namespace or "") or None,
+                pod_label=self.pod_label,
+            )
+        else:
+            nodes = job_nodes(job, data, kind)
+            if not nodes:
+                return JobGpu(source=source, message="the job's nodes are not known yet")
+            query = dcgm.job_query(nodes=nodes, node_label=self.node_label)
+        try:
+            answer = self.prometheus.query_range(query, start=start, end=end, step=step)
+        except HyperPodError as error:
+            return JobGpu(source=source, start=start, end=end, step=step, message=error.message)
+        series = dcgm.parse_series(answer, self.node_label)
+        return JobGpu(
+            source=source,
+            start=start,
+            end=end,
+            step=step,
+            series=series,
+            message=None if series else "no DCGM series for this job's GPUs",
+        )
+
+    # -- doctor ---------------------------------------------------------------------------------
+    def check(self, kind: str) -> tuple[str, str, str]:
+        """(status, detail, fix) for `doctor`."""
+        if self.prometheus is not None:
+            where = f"{self.prometheus.kind} at {self.prometheus.url}"
+            try:
+                data = self.prometheus.query("count(DCGM_FI_DEV_GPU_UTIL)")
+            except HyperPodError as error:
+                return (
+                    "fail",
+                    error.message,
+                    "fix c.HyperPodSettings.gpu_metrics_url (and its auth)",
+                )
+            result = data.get("result") or []
+            count = int(float(result[0]["value"][1])) if result else 0
+            if not count:
+                return (
+                    "warn",
+                    f"{where} answers but has no DCGM_FI_DEV_GPU_UTIL series",
+                    "install the DCGM exporter and let Prometheus scrape it",
+                )
+            return "pass", f"{where}: {count} GPU(s) reporting", ""
+        if kind == "local":
+            local = self.local()
+            if local.available:
+                return "pass", f"{len(local.read())} local GPU(s) read with {local.source}", ""
+            return "skip", "no NVIDIA GPU on this machine", ""
+        return (
+            "skip",
+            "no GPU metrics endpoint configured",
+            "set c.HyperPodSettings.gpu_metrics_url",
+        )
+
+
+def check_gpu(settings: Any, kind: str) -> tuple[str, str, str]:
+    """The doctor's GPU metrics check: (status, detail, fix)."""
+    metrics = GpuMetrics(settings)
+    try:
+        return metrics.check(kind)
+    finally:
+        metrics.close()
+
+
+def job_nodes(job: Job, data: dict[str, Any], kind: str) -> list[str]:
+    """The nodes a job runs on: Slurm's node list, else its ranks' nodes."""
+    nodes: list[str] = []
+    if kind == "slurm" and data.get("nodes"):
+        from ..backends.slurm.jobs import expand_hostlist
+
+        nodes = expand_hostlist(str(data["nodes"]))
+    if not nodes:
+        nodes = sorted({rank.node for rank in job.ranks if rank.node})
+    if not nodes and kind == "local":
+        nodes = [socket.gethostname()]
+    return nodes
