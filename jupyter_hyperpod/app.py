@@ -26,6 +26,7 @@ from .handlers import (
     LogStreamHandler,
     MetricsHandler,
     NodesHandler,
+    NotFoundHandler,
     OpenAPIHandler,
     RenderHandler,
     TemplatesHandler,
@@ -61,6 +62,10 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/gpu/nodes", GpuNodesHandler),
     (f"{API}/jobs/{JOB_ID}/gpu", JobGpuHandler),
 ]
+
+
+FALLBACK_ROUTE: tuple[str, type] = (r"hyperpod(?:/.*)?", NotFoundHandler)
+"""Last: what no route above serves under hyperpod/ answers the documented JSON 404."""
 
 
 class HyperPodApp(ExtensionApp, HyperPodSettings):
@@ -110,6 +115,7 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
+        self.handlers.append(FALLBACK_ROUTE)
 
     async def stop_extension(self) -> None:
         if self._refresher is not None:

@@ -84,12 +84,19 @@ def check_text(value: str, *, field: str, what: str = "the path") -> None:
         ) from None
 
 
-def os_error(error: OSError, shown: str, *, field: str | None = None) -> HyperPodError:
+ANSWERED_ERRNOS = frozenset(
+    {errno.ENAMETOOLONG, errno.ELOOP, errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EIO}
+)
+"""OS errors that are the file system's answer, not a bug, wherever they surface (see
+`handlers.as_answer`)."""
+
+
+def os_error(error: OSError, shown: str | None, *, field: str | None = None) -> HyperPodError:
     """An OS error on a partition path as an answer a person can act on (never a 500).
 
-    `shown` is the partition-relative path as the user gave it: messages never name a real path
-    outside the partition."""
-    name = f"'{shown or '/'}'"
+    `shown` is the partition-relative path as the user gave it (None: a file the server itself
+    needs): messages never name a real path outside the partition."""
+    name = "a file the server needs" if shown is None else f"'{shown or '/'}'"
     code = error.errno
     if code in (errno.ENOENT, errno.ENOTDIR):
         return NotFound(f"{name} does not exist in your partition", field=field)

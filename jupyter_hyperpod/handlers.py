@@ -17,10 +17,12 @@ from pydantic import BaseModel
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from .core.errors import HyperPodError, InvalidRequest
+from .core.errors import HyperPodError, InvalidRequest, NotFound
+from .core.inputs import parse_json_body, query_int
 from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, follow_async
 from .core.models import JobState
 from .core.service import HyperPodService
+from .files import ANSWERED_ERRNOS, os_error
 from .openapi import openapi_document
 
 T = TypeVar("T")
@@ -56,13 +58,19 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error is `{"error": {"code", "message", "field"}}`."""
         error = kwargs.get("exc_info", (None, None, None))[1]
+        error = as_answer(error) or error
         if isinstance(error, HyperPodError):
             body = error.to_dict()
         elif isinstance(error, web.HTTPError):
-            code = {403: "forbidden", 404: "not_found", 405: "method_not_allowed"}.get(
-                status_code, "http_error"
-            )
+            code = {
+                400: "invalid_request",
+                403: "forbidden",
+                404: "not_found",
+                405: "method_not_allowed",
+            }.get(status_code, "http_error")
             message = error.log_message or error.reason or self._reason
+            if error.log_message and error.args:
+                message = error.log_message % error.args
             if status_code == 403 and not error.log_message:
                 message = "not authenticated: log in to Jupyter or pass its token"
             body = {"code": code, "message": message, "field": None}
@@ -83,24 +91,15 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
             self.finish(json.dumps(value, default=_encode))
 
     def int_argument(self, name: str, default: int) -> int:
-        raw = self.get_argument(name, None)
-        if raw is None or raw == "":
-            return default
-        try:
-            return int(raw)
-        except ValueError:
-            raise InvalidRequest(
-                f"{name} must be a whole number, not '{raw}'", field=name
-            ) from None
+        return query_int(name, self.get_argument(name, None), default)
 
     def json_body(self) -> Any:
-        try:
-            return json.loads(self.request.body or b"null")
-        except ValueError as error:
-            raise InvalidRequest(f"the body is not valid JSON: {error}") from None
+        """The body as JSON: too deep, unpaired surrogates or not JSON -> 400 naming the field."""
+        return parse_json_body(self.request.body)
 
     def _handle_request_exception(self, error: BaseException) -> None:
         """Our typed errors are answers, not crashes: their status, no traceback in the log."""
+        error = as_answer(error) or error
         if isinstance(error, HyperPodError) and not self._finished:
             self.log.info(
                 "%s %s -> %s %s",
@@ -112,6 +111,28 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
             self.send_error(error.status, exc_info=(type(error), error, error.__traceback__))
             return
         super()._handle_request_exception(error)  # type: ignore[arg-type]
+
+
+def as_answer(error: BaseException | None) -> HyperPodError | None:
+    """A file system refusal that escaped the core (read-only, full, name too long, symlink loop)
+    as the 4xx/503 it is, never a 500; None for everything else."""
+    if isinstance(error, OSError) and error.errno in ANSWERED_ERRNOS:
+        return os_error(error, None)
+    return None
+
+
+class NotFoundHandler(HyperPodAPIHandler):
+    """Anything under `hyperpod/` that no route serves (an id off the route pattern, a typo):
+    the documented JSON error, not Jupyter's HTML page. Authenticated like every route."""
+
+    @web.authenticated
+    def get(self, *args: Any) -> None:
+        raise NotFound(
+            f"no such API route: {self.request.method} {self.request.path} "
+            f"(the routes are in {self.base_url}hyperpod/api/openapi.json)"
+        )
+
+    post = put = patch = delete = get
 
 
 def _encode(value: Any) -> Any:

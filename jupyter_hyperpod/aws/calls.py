@@ -4,6 +4,7 @@ and the IAM permission it needs."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,7 +38,23 @@ NOT_FOUND_CODES = {
 MAX_PAGES = 1000
 
 
+REGION = re.compile(r"^[a-z]{2,4}(-[a-z]+)+-[0-9]{1,2}$")
+"""AWS region names: `us-east-1`, `us-gov-west-1`, `cn-north-1`, `eusc-de-east-1`. botocore only
+checks for a DNS host label (`botocore.utils.validate_region_name`, raising InvalidRegionError,
+a 500 here) and would look a typo up in DNS: refuse it early instead."""
+
+
+def check_region(region: str | None) -> None:
+    """A 400 naming `region` unless it is absent or has the form of an AWS region name."""
+    if region and not REGION.match(region):
+        shown = region[:40].encode("utf-8", "backslashreplace").decode()
+        raise InvalidRequest(
+            f"'{shown}' is not an AWS region name (e.g. us-east-1, eu-west-2)", field="region"
+        )
+
+
 def session(region: str | None = None, profile: str | None = None) -> Any:
+    check_region(region)
     try:
         import boto3
     except ImportError as exc:  # pragma: no cover - depends on the install

@@ -341,7 +341,10 @@ class HyperPodService:
         spec = self.spec_from_body(body)
         job_id = self.new_job_id(spec)
         launch = self._launch(spec, job_id)
-        update = self.orchestrator.submit(launch)
+        # Created here, removed again if the backend fails: no half-created job directory, and
+        # a read-only or full file system answers 503 with what to do.
+        with self.partition.new_directory(launch.job_dir_local, shown=f"{JOBS_DIR}/{job_id}"):
+            update = self.orchestrator.submit(launch)
         job = Job(
             id=job_id,
             name=spec.name,
