@@ -31,6 +31,7 @@ from .handlers import (
     RenderHandler,
     TemplatesHandler,
 )
+from .queue_handlers import QueueAdoptHandler, QueueHandler, QueueLogsHandler
 
 API = "hyperpod/api"
 
@@ -59,6 +60,9 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/jobs/{JOB_ID}/logs", LogsHandler),
     (f"{API}/jobs/{JOB_ID}/logs/stream", LogStreamHandler),
     (f"{API}/jobs/{JOB_ID}/metrics", MetricsHandler),
+    (f"{API}/queue", QueueHandler),
+    (f"{API}/queue/adopt", QueueAdoptHandler),
+    (f"{API}/queue/logs", QueueLogsHandler),
     (f"{API}/gpu/nodes", GpuNodesHandler),
     (f"{API}/jobs/{JOB_ID}/gpu", JobGpuHandler),
 ]

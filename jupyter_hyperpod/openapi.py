@@ -31,6 +31,7 @@ from .core.models import (
     TemplateSubmission,
 )
 from .gpu.models import GpuNodes, JobGpu
+from .core.queue import AdoptRequest, QueueLogs, QueuePage
 
 VERSION = "1.0.0"
 
@@ -59,6 +60,9 @@ MODELS: list[type[BaseModel]] = [
     JobMetrics,
     GpuNodes,
     JobGpu,
+    QueuePage,
+    AdoptRequest,
+    QueueLogs,
     ErrorResponse,
 ]
 
@@ -301,6 +305,85 @@ def _paths() -> dict[str, Any]:
                 ],
                 "responses": {"200": _json(JobGpu, "GPU series"), **_errors(400, 404)},
             },
+        },
+        **_queue_paths(),
+    }
+
+
+def _queue_paths() -> dict[str, Any]:
+    return {
+        "/queue": {
+            "get": {
+                "summary": "The cluster's queue: every job it reports, all users, paginated",
+                "description": (
+                    "Slurm: one `squeue --json` (accounting not needed); Kubernetes: every "
+                    "HyperPodPyTorchJob and PyTorchJob in the namespaces this user may list "
+                    "(checked with SelfSubjectAccessReview); local: the jobs of every server "
+                    "sharing the job store. One cluster query serves every page and filter for "
+                    "2 s (`refresh=true` asks again). Others' jobs are read-only; my pending jobs "
+                    "carry `explanation` (place in the queue, what holds the resources)."
+                ),
+                "parameters": [
+                    _query("mine", {"type": "boolean", "default": False}, "Only my jobs"),
+                    _query(
+                        "state",
+                        {"type": "string", "default": ""},
+                        "Comma-separated states; '' = PENDING,RUNNING; 'all' = every state",
+                    ),
+                    _query("queue", {"type": "string"}, "Only this partition, queue or namespace"),
+                    _query("offset", {"type": "integer", "minimum": 0, "default": 0}, ""),
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100},
+                        "",
+                    ),
+                    _query(
+                        "refresh",
+                        {"type": "boolean", "default": False},
+                        "Ask the cluster now instead of reusing a snapshot of the last 2 s",
+                    ),
+                ],
+                "responses": {"200": _json(QueuePage, "Queue page"), **_errors(400, 503)},
+            }
+        },
+        "/queue/adopt": {
+            "post": {
+                "summary": "Open one of my jobs submitted elsewhere (sbatch, kubectl) here",
+                "description": (
+                    "Records the job in the job store (it survives restarts): it then has a "
+                    "job id for status, logs, metrics and cancel like a job submitted here. "
+                    "Adopting twice answers the same job. Someone else's job: 403."
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(AdoptRequest)}},
+                },
+                "responses": {"200": _json(Job, "The adopted job"), **_errors(400, 404, 503)},
+            }
+        },
+        "/queue/logs": {
+            "get": {
+                "summary": "The last lines of a queue row's log, read-only",
+                "description": (
+                    "Only where the cluster lets this user read it (Slurm: the StdOut file's "
+                    "permissions for this user; Kubernetes: a pods/log access review): else 403."
+                ),
+                "parameters": [
+                    {
+                        "name": "id",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string"},
+                        "description": "The queue row's id",
+                    },
+                    _query(
+                        "tail",
+                        {"type": "integer", "minimum": 0, "maximum": 10000, "default": 200},
+                        "Lines",
+                    ),
+                ],
+                "responses": {"200": _json(QueueLogs, "Log tail"), **_errors(400, 404, 503)},
+            }
         },
     }
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 from traitlets.config import LoggingConfigurable
 
 from ..core.models import Capabilities, JobSpec, JobState, Node, RankInfo
+from ..core.queue import Adoption, QueueJob, QueueSnapshot
 
 
 @dataclass
@@ -184,6 +185,20 @@ class Orchestrator(LoggingConfigurable):
         raise NotImplementedError
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
+        raise NotImplementedError
+
+    # -- the cluster's queue (core/queue.py) --------------------------------------------
+    def queue(self) -> QueueSnapshot:
+        """Every job the cluster reports, all users, in one query (read-only rows)."""
+        raise NotImplementedError
+
+    def adopt(self, queue_id: str) -> Adoption:
+        """One of the user's jobs submitted elsewhere, as a job of this server (Forbidden when
+        it is someone else's, NotFound when the cluster does not know it)."""
+        raise NotImplementedError
+
+    def queue_log(self, row: QueueJob, tail: int) -> bytes:
+        """The last `tail` lines of a queue row's log, only when `row.logs_readable`."""
         raise NotImplementedError
 
     def close(self) -> None:

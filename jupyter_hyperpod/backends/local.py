@@ -20,6 +20,7 @@ import psutil
 from ..core.errors import InvalidRequest
 from ..core.launch import program_argv, shell_join
 from ..core.models import Capabilities, GpuCount, JobState, Node, RankInfo
+from ..core.queue import Adoption, QueueJob, QueueSnapshot
 from .base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .local_runner import LAUNCH_FILE, read_status, write_status
 
@@ -385,6 +386,23 @@ class LocalOrchestrator(Orchestrator):
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         return FileLogReader(Path(job.data["job_dir"]) / f"rank-{rank}.log")
+
+    def queue(self) -> QueueSnapshot:
+        from .local_queue import list_queue
+
+        return list_queue(self)
+
+    def adopt(self, queue_id: str) -> Adoption:
+        raise InvalidRequest(
+            "on the local cluster every job of yours is already in your job list", field="id"
+        )
+
+    def queue_log(self, row: QueueJob, tail: int) -> bytes:
+        reader = FileLogReader(row.log or "")
+        try:
+            return reader.tail(tail)[0]
+        finally:
+            reader.close()
 
     def close(self) -> None:
         with self._lock:

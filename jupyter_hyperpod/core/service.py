@@ -383,6 +383,8 @@ class HyperPodService:
                     if update is not None:
                         self._save(job, data, update)
             self._last_refresh = time.monotonic()
+        if rows:
+            self.queue_view.annotate_pending()
 
     def _save(self, job: Job, data: dict[str, Any], update: JobUpdate) -> Job:
         updated = _apply(job, update)
@@ -448,6 +450,30 @@ class HyperPodService:
             update.state = JobState.CANCELLED
         return self._save(job, data, update)
 
+    # -- the cluster's queue (every user's jobs; core/queue_view.py) ----------------------
+    _queue_view: Any = None
+
+    @property
+    def queue_view(self) -> Any:
+        """The queue snapshot, filters, pending explanations and adoption (`QueueView`)."""
+        if self._queue_view is None:
+            from .queue_view import QueueView
+
+            self._queue_view = QueueView(self)
+        return self._queue_view
+
+    def queue(self, **filters: Any) -> Any:
+        """A page of the cluster's queue (`QueuePage`): mine, state, partition, offset, limit."""
+        return self.queue_view.page(**filters)
+
+    def adopt(self, body: Any) -> Job:
+        """Open one of my jobs submitted elsewhere (sbatch, kubectl) like a job submitted here."""
+        return self.queue_view.adopt(body)  # type: ignore[no-any-return]
+
+    def queue_logs(self, queue_id: str, tail: int = 200) -> Any:
+        """A queue row's log (`QueueLogs`), only where the cluster lets this user read it."""
+        return self.queue_view.logs(queue_id, tail)
+
     # -- logs and metrics ----------------------------------------------------------------
     def _check_rank(self, job: Job, rank: int) -> None:
         if not 0 <= rank < job.spec.world_size:
@@ -480,7 +506,14 @@ class HyperPodService:
         job, data = self._get(job_id)
         from ..metrics import read_job_metrics
 
-        return read_job_metrics(self.mlflow_uri_for_server(data.get("mlflow_uri")), job.id)
+        uri = self.mlflow_uri_for_server(data.get("mlflow_uri"))
+        found = read_job_metrics(uri, job.id)
+        if found.run is None and data.get("adopted") and job.backend_id:
+            # A job submitted elsewhere tags its run with the cluster's id, if with anything.
+            by_backend = read_job_metrics(uri, job.backend_id)
+            if by_backend.run is not None:
+                return by_backend
+        return found
 
     # -- GPU metrics (DCGM series in Prometheus/AMP/Grafana; NVML or nvidia-smi locally) ------
     _gpu: Any = None

@@ -145,6 +145,32 @@ class JobStore:
         return [_decode(row) for row in rows], total
 
 
+    def everyone(
+        self, *, orchestrator: str, cluster: str, states: list[JobState] | None = None
+    ) -> list[tuple[Job, str, dict[str, Any]]]:
+        """Every user's jobs on one cluster (the local queue of all servers sharing this store)."""
+        where = "orchestrator = ? AND cluster = ?"
+        args: list[Any] = [orchestrator, cluster]
+        if states:
+            where += f" AND state IN ({','.join('?' * len(states))})"
+            args += [s.value for s in states]
+        with self._cursor() as cursor:
+            rows = cursor.execute(
+                f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created, id", args
+            ).fetchall()
+        return [_decode(row) for row in rows]
+
+    def backend_ids(self, *, orchestrator: str, cluster: str, user: str) -> dict[str, str]:
+        """backend id -> job id of one user's jobs on one cluster (which queue rows are known)."""
+        with self._cursor() as cursor:
+            rows = cursor.execute(
+                "SELECT backend_id, id FROM jobs WHERE orchestrator = ? AND cluster = ? "
+                "AND user = ? AND backend_id IS NOT NULL",
+                (orchestrator, cluster, user),
+            ).fetchall()
+        return {backend_id: job_id for backend_id, job_id in rows}
+
+
 def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 

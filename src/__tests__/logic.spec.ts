@@ -105,9 +105,7 @@ describe('settings', () => {
       logTailLines: 1000,
       defaultView: 'cluster',
       defaultTemplate: 'qlora',
-      filesPageSize: 100,
-      notifyJobEnd: true
+      filesPageSize: 100
     });
-    expect(readSettings({ notifyJobEnd: false }).notifyJobEnd).toBe(false);
   });
 });

@@ -21,6 +21,7 @@ from traitlets import Bool, Enum, Float, Int, List, Unicode
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
 from ...core.models import Capabilities, JobState, Node, RankInfo
+from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from . import jobs as slurm_jobs
 from .commands import Controller, SlurmCommands, command_error, parse_controllers, parse_key_values
@@ -437,6 +438,25 @@ class SlurmOrchestrator(Orchestrator):
         if rank < 0 or rank >= world:
             raise InvalidRequest(f"rank must be between 0 and {world - 1}", field="rank")
         return FileLogReader(_rank_log_local(job.data, rank))
+
+    # -- the cluster's queue (queue.py) ----------------------------------------------------------
+
+    def queue(self) -> QueueSnapshot:
+        from .queue import list_queue
+
+        return list_queue(self)
+
+    def adopt(self, queue_id: str) -> Adoption:
+        from .queue import adopt
+
+        return adopt(self, queue_id)
+
+    def queue_log(self, row: QueueJob, tail: int) -> bytes:
+        reader = FileLogReader(row.log or "")
+        try:
+            return reader.tail(tail)[0]
+        finally:
+            reader.close()
 
     def close(self) -> None:
         pass

@@ -1,0 +1,76 @@
+"""Whether a user may read a file: the POSIX permission check the kernel makes, done for any user.
+
+The server may run as another user than the one whose queue it shows (root in a container, a
+service account): a log of someone else's job is shown only when the cluster's own permissions
+let this user read it, never because this process happens to be able to.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import stat
+from functools import lru_cache
+from pathlib import Path
+
+
+@lru_cache(maxsize=256)
+def _identity(user: str) -> tuple[int, frozenset[int]] | None:
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    groups = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    return entry.pw_uid, frozenset(groups)
+
+
+def _allowed(info: os.stat_result, uid: int, gids: frozenset[int], bit: int) -> bool:
+    """POSIX permission bits as the kernel checks them for one user (owner, group, other)."""
+    if uid == 0:
+        return True
+    if info.st_uid == uid:
+        return bool(info.st_mode & bit)
+    if info.st_gid in gids:
+        return bool(info.st_mode & (bit >> 3))
+    return bool(info.st_mode & (bit >> 6))
+
+
+def readable_by(path: str | None, user: str) -> tuple[bool, str | None]:
+    """Can `user` read `path`? Checked with the file's owner, group and mode (and every parent
+    directory's search bit) as the kernel would, whatever user this server runs as; a user this
+    machine does not know gets what this process may read."""
+    if not path:
+        return False, "the job writes no output file (not a batch job)"
+    target = Path(path)
+    try:
+        info = target.stat()
+    except OSError:
+        return False, f"no log yet at {path}"
+    identity = _identity(user)
+    if identity is None:
+        if os.access(target, os.R_OK):
+            return True, None
+        return False, f"{path} is not readable here"
+    uid, gids = identity
+    for parent in list(target.parents)[::-1]:
+        try:
+            if not _allowed(parent.stat(), uid, gids, stat.S_IXUSR):
+                return False, f"{user} may not enter {parent} (permissions)"
+        except OSError:
+            return False, f"{parent} is not reachable"
+    if not _allowed(info, uid, gids, stat.S_IRUSR):
+        return (
+            False,
+            f"{user} may not read {path} (owner {_owner(info)}, mode {info.st_mode & 0o777:o})",
+        )
+    if not os.access(target, os.R_OK):
+        return False, f"{path} is not readable by this server"
+    return True, None
+
+
+def _owner(info: os.stat_result) -> str:
+    try:
+        return pwd.getpwuid(info.st_uid).pw_name
+    except KeyError:
+        return str(info.st_uid)

@@ -1,0 +1,218 @@
+"""The queue as the service serves it: one backend query per snapshot (reused for a couple of
+seconds by every page and filter), the rows marked with what this user may do, my pending jobs
+explained, and adoption of my jobs submitted elsewhere into the job store."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from .errors import Forbidden, HyperPodError, InvalidRequest, NotFound, validation_error
+from .models import Job, JobState
+from .queue import (
+    MAX_QUEUE_LIMIT,
+    QUEUE_TTL_SECONDS,
+    AdoptRequest,
+    QueueJob,
+    QueueLogs,
+    QueuePage,
+    QueueSnapshot,
+    counts,
+    explain,
+    parse_states,
+    place_pending,
+    select,
+)
+
+if TYPE_CHECKING:
+    from .service import HyperPodService
+
+MAX_LOG_TAIL = 10_000
+log = logging.getLogger(__name__)
+
+
+class QueueView:
+    def __init__(self, service: HyperPodService) -> None:
+        self.service = service
+        self._lock = threading.Lock()
+        self._snapshot: QueueSnapshot | None = None
+        self._kind: str | None = None
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._snapshot = None
+
+    def snapshot(self, *, max_age: float = QUEUE_TTL_SECONDS) -> QueueSnapshot:
+        """The queue now, or the one taken less than max_age seconds ago on the same backend."""
+        orchestrator = self.service.orchestrator
+        with self._lock:
+            current = self._snapshot
+            if (
+                current is not None
+                and self._kind == orchestrator.kind
+                and time.monotonic() - current.taken < max_age
+            ):
+                return current
+        snapshot = orchestrator.queue()
+        self._mark(snapshot)
+        with self._lock:
+            self._snapshot, self._kind = snapshot, orchestrator.kind
+        return snapshot
+
+    def _mark(self, snapshot: QueueSnapshot) -> None:
+        service = self.service
+        known = service.store.backend_ids(
+            orchestrator=service.orchestrator.kind,
+            cluster=service.cluster_name,
+            user=service.settings.user,
+        )
+        place_pending(snapshot.jobs)
+        for row in snapshot.jobs:
+            if row.mine:
+                row.job_id = row.job_id or known.get(row.id)
+                row.adoptable = row.job_id is None
+                if row.state is JobState.PENDING:
+                    row.explanation = explain(row, snapshot.jobs)
+
+    def page(
+        self,
+        *,
+        mine: bool = False,
+        state: str | list[str] | None = "",
+        partition: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        fresh: bool = False,
+    ) -> QueuePage:
+        if not 1 <= limit <= MAX_QUEUE_LIMIT:
+            raise InvalidRequest(f"limit must be between 1 and {MAX_QUEUE_LIMIT}", field="limit")
+        if offset < 0:
+            raise InvalidRequest("offset cannot be negative", field="offset")
+        states = parse_states(state)
+        snapshot = self.snapshot(max_age=0 if fresh else QUEUE_TTL_SECONDS)
+        rows = select(snapshot.jobs, mine=mine, states=states, partition=partition or None)
+        return QueuePage(
+            jobs=rows[offset : offset + limit],
+            total=len(rows),
+            offset=offset,
+            limit=limit,
+            counts=counts(snapshot.jobs),
+            partitions=sorted({j.partition for j in snapshot.jobs if j.partition}),
+            source=snapshot.source,
+            fetched=snapshot.fetched,
+        )
+
+    def row(self, queue_id: str, *, fresh: bool = False) -> QueueJob:
+        snapshot = self.snapshot(max_age=0 if fresh else QUEUE_TTL_SECONDS)
+        for row in snapshot.jobs:
+            if row.id == queue_id:
+                return row
+        if not fresh:
+            return self.row(queue_id, fresh=True)
+        raise NotFound(f"the cluster's queue has no job '{queue_id}'", field="id")
+
+    def adopt(self, body: Any) -> Job:
+        """Record one of my jobs submitted elsewhere in the job store: it then opens, follows,
+        shows metrics and cancels like a job submitted here (and survives restarts)."""
+        if not isinstance(body, dict):
+            raise InvalidRequest("the request body must be a JSON object")
+        try:
+            request = AdoptRequest.model_validate(body)
+        except ValidationError as error:
+            raise validation_error(error) from None
+        service = self.service
+        row = self.row(request.id)
+        if not row.mine:
+            raise Forbidden(
+                f"job {row.id} belongs to {row.user}: others' jobs are read-only", field="id"
+            )
+        if row.job_id:
+            return service.job(row.job_id)
+        adoption = service.orchestrator.adopt(row.id)
+        job = Job(
+            id=_job_id(adoption.spec.name, adoption.backend_id),
+            name=adoption.spec.name,
+            user=service.settings.user,
+            orchestrator=service.orchestrator.kind,
+            backend_id=adoption.backend_id,
+            state=adoption.state,
+            created=adoption.created,
+            started=adoption.started,
+            spec=adoption.spec,
+            events=list(adoption.data.get("events") or []),
+        )
+        existing = service.store.get(job.id)
+        if existing is None:
+            service.store.insert(
+                job,
+                service.cluster_name,
+                {"mlflow_uri": service.mlflow_uri_for_jobs, **adoption.data},
+            )
+        row.job_id, row.adoptable = job.id, False
+        service.refresh(max_age=0)
+        return service.job(job.id)
+
+    def logs(self, queue_id: str, tail: int = 200) -> QueueLogs:
+        """A queue row's log, read-only, only where the cluster lets this user read it."""
+        if not 0 <= tail <= MAX_LOG_TAIL:
+            raise InvalidRequest(f"tail must be between 0 and {MAX_LOG_TAIL}", field="tail")
+        row = self.row(queue_id)
+        if not row.logs_readable:
+            raise Forbidden(
+                f"the logs of job {row.id} are not readable for {self.service.settings.user}: "
+                f"{row.logs_reason or 'the cluster does not allow it'}",
+                field="id",
+            )
+        data = self.service.orchestrator.queue_log(row, tail)
+        text = data.decode("utf-8", "replace")
+        return QueueLogs(id=row.id, text=text, truncated=text.count("\n") >= tail)
+
+    def annotate_pending(self) -> None:
+        """Write the explanation into my pending jobs' reasons (what the job list shows)."""
+        service = self.service
+        rows, _ = service.store.query(
+            orchestrator=service.orchestrator.kind,
+            cluster=service.cluster_name,
+            user=service.settings.user,
+            states=[JobState.PENDING],
+        )
+        if not rows:
+            return
+        try:
+            explained = self.explain_pending([job for job, _, _ in rows])
+        except HyperPodError as error:
+            log.debug("queue position not known: %s", error.message)
+            return
+        except NotImplementedError:
+            return
+        for job, _, _ in rows:
+            text = explained.get(job.id)
+            if text and text != job.state_reason:
+                service.store.update(job.id, state_reason=text)
+
+    def explain_pending(self, jobs: list[Job]) -> dict[str, str]:
+        """For my pending jobs: job id -> where it is in the queue and what holds the resources."""
+        pending = {job.backend_id: job for job in jobs if job.state is JobState.PENDING}
+        if not pending:
+            return {}
+        snapshot = self.snapshot(max_age=5.0)
+        return {
+            pending[row.id].id: row.explanation
+            for row in snapshot.jobs
+            if row.id in pending and row.explanation
+        }
+
+
+def _job_id(name: str, backend_id: str) -> str:
+    """A job id for an adopted job: its name and the cluster's id (stable: adopting twice finds it)."""
+    import hashlib
+    import re
+
+    tail = re.sub(r"[^a-z0-9]+", "-", backend_id.lower()).strip("-")
+    if len(tail) > 12:
+        tail = hashlib.sha1(backend_id.encode()).hexdigest()[:8]
+    return f"{name[: 62 - len(tail) - 1].rstrip('-')}-{tail}"
