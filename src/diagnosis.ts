@@ -76,3 +76,27 @@ export function restartSummary(job: IJob): string | null {
     .map(r => `rank ${r.rank}: ${r.restarts}`)
     .join(', ')}).`;
 }
+
+/** The notification for a job that ended: its words and kind. */
+export function jobEndNotice(job: IJob): {
+  message: string;
+  type: 'success' | 'error' | 'info';
+} {
+  if (job.state === 'SUCCEEDED') {
+    return { message: `Job ${job.name} succeeded.`, type: 'success' };
+  }
+  if (job.state === 'CANCELLED') {
+    return { message: `Job ${job.name} was cancelled.`, type: 'info' };
+  }
+  const rank = failedRank(job);
+  const why =
+    job.state_reason ??
+    (job.exit_code !== null ? `exit code ${job.exit_code}` : '');
+  return {
+    message:
+      `Job ${job.name} failed` +
+      (why ? `: ${why}` : rank !== null ? ` (rank ${rank})` : '') +
+      '.',
+    type: 'error'
+  };
+}

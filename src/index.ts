@@ -22,6 +22,7 @@ import { JobTab } from './components/JobView';
 import { JobWidget } from './components/JobWidget';
 import { HyperpodPanel, IPanelActions } from './components/Panel';
 import { nextName, prefillFromJob } from './form';
+import { jobEndNotice } from './diagnosis';
 import { isSubmittable, joinPath, toPartitionPath } from './format';
 import { clusterIcon } from './icons';
 import { asApiError, HyperpodModel } from './model';
@@ -124,9 +125,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const cancelled = await client.cancel(job.id);
         model.upsertJob(cancelled);
         void model.refreshJobs();
-        Notification.info(`Job ${job.name} was cancelled.`, {
-          autoClose: 4000
-        });
+        if (!model.settings.notifyJobEnd) {
+          // Otherwise jobEnded says it, with a button that opens the job.
+          Notification.info(`Job ${job.name} was cancelled.`, {
+            autoClose: 4000
+          });
+        }
         return cancelled;
       } catch (error) {
         Notification.error(
@@ -179,6 +183,25 @@ const plugin: JupyterFrontEndPlugin<void> = {
         Notification.success(`Job ${job.name} submitted.`, { autoClose: 4000 });
         openJob(job, 'logs');
       }
+    });
+
+    // A job the user submitted ended: say so, with a button that opens it (setting: off).
+    model.jobEnded.connect((_, job) => {
+      if (!model.settings.notifyJobEnd) {
+        return;
+      }
+      const note = jobEndNotice(job);
+      Notification.emit(note.message, note.type, {
+        autoClose: note.type === 'error' ? false : 8000,
+        actions: [
+          {
+            label: 'Open job',
+            caption: `Open ${job.name}`,
+            callback: () =>
+              openJob(job, note.type === 'error' ? 'logs' : 'details')
+          }
+        ]
+      });
     });
 
     const panel = new HyperpodPanel(model, actions);

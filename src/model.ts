@@ -9,7 +9,14 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { HyperpodClient } from './api';
 import { ApiError } from './handler';
-import { IClusterInfo, IJob, INode, ITemplateInfo, JobState } from './models';
+import {
+  IClusterInfo,
+  IJob,
+  INode,
+  isFinished,
+  ITemplateInfo,
+  JobState
+} from './models';
 import { DEFAULT_SETTINGS, IPanelSettings, ViewName } from './settings';
 
 /** A request to open the Submit form prefilled (from "Submit as job" or "Resubmit"). */
@@ -50,6 +57,15 @@ export class HyperpodModel implements IDisposable {
       name: 'jupyter-hyperpod:cluster',
       standby: () => !this.isVisible() || 'when-hidden'
     });
+    // While jobs run, their states are checked even with the panel closed, so that the user
+    // hears when one ends (see jobEnded); nothing is fetched when none runs.
+    this._watchPoll = new Poll({
+      auto: false,
+      factory: () => this._watchJobs(),
+      frequency: frequency(Math.max(5, settings.refreshInterval)),
+      name: 'jupyter-hyperpod:watch',
+      standby: 'never'
+    });
     this._jobsPoll = new Poll({
       auto: false,
       factory: () => this._refreshJobs(),
@@ -66,6 +82,11 @@ export class HyperpodModel implements IDisposable {
     return this._changed;
   }
 
+  /** A job seen unfinished in this session has ended (succeeded, failed or was cancelled). */
+  get jobEnded(): ISignal<this, IJob> {
+    return this._jobEnded;
+  }
+
   get settings(): IPanelSettings {
     return this._settings;
   }
@@ -77,6 +98,9 @@ export class HyperpodModel implements IDisposable {
       const f = frequency(settings.refreshInterval);
       this._clusterPoll.frequency = f;
       this._jobsPoll.frequency = f;
+      this._watchPoll.frequency = frequency(
+        Math.max(5, settings.refreshInterval)
+      );
     }
     this._changed.emit();
   }
@@ -183,6 +207,7 @@ export class HyperpodModel implements IDisposable {
     this._started = true;
     void this._clusterPoll.start();
     void this._jobsPoll.start();
+    void this._watchPoll.start();
     void this.loadTemplates();
   }
 
@@ -224,6 +249,7 @@ export class HyperpodModel implements IDisposable {
 
   /** Put a job (just submitted or cancelled) into the list without waiting for a poll. */
   upsertJob(job: IJob): void {
+    this._track([job]);
     const jobs = this._jobs ? [...this._jobs] : [];
     const index = jobs.findIndex(j => j.id === job.id);
     if (index >= 0) {
@@ -247,6 +273,7 @@ export class HyperpodModel implements IDisposable {
     this._isDisposed = true;
     this._clusterPoll.dispose();
     this._jobsPoll.dispose();
+    this._watchPoll.dispose();
     Signal.clearData(this);
   }
 
@@ -285,6 +312,7 @@ export class HyperpodModel implements IDisposable {
         limit: this.jobsPageSize,
         offset: this._jobsOffset
       });
+      this._track(list.jobs);
       this._jobs = list.jobs;
       this._jobsTotal = list.total;
       this._jobsError = null;
@@ -296,6 +324,53 @@ export class HyperpodModel implements IDisposable {
     }
   }
 
+  /** Remember each job's state; emit jobEnded for those seen unfinished that now are. */
+  private _track(jobs: IJob[]): void {
+    for (const job of jobs) {
+      const before = this._states.get(job.id);
+      this._states.set(job.id, job.state);
+      if (
+        before !== undefined &&
+        !isFinished(before) &&
+        isFinished(job.state)
+      ) {
+        this._jobEnded.emit(job);
+      }
+    }
+  }
+
+  /** Check the jobs seen unfinished (one request each: usually a few). */
+  private async _watchJobs(): Promise<void> {
+    const running = Array.from(this._states.entries())
+      .filter(([, state]) => !isFinished(state))
+      .map(([id]) => id);
+    if (running.length === 0) {
+      return;
+    }
+    const found: IJob[] = [];
+    for (const id of running.slice(0, 20)) {
+      try {
+        found.push(await this.client.job(id));
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) {
+          this._states.delete(id);
+        }
+      }
+    }
+    const ended = found.filter(job => isFinished(job.state));
+    this._track(found);
+    if (ended.length > 0 && this._jobs) {
+      // Show the new states in the list too.
+      this._jobs = this._jobs.map(
+        job => ended.find(e => e.id === job.id) ?? job
+      );
+      this._changed.emit();
+    }
+  }
+
+  private _states = new Map<string, JobState>();
+  private _jobEnded = new Signal<this, IJob>(this);
+  private _watchPoll: Poll;
   private _settings: IPanelSettings;
   private _view: ViewName;
   private _cluster: IClusterInfo | null = null;

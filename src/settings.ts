@@ -17,6 +17,8 @@ export interface IPanelSettings {
   defaultView: ViewName;
   /** Files listed per page. */
   filesPageSize: number;
+  /** A notification when a job the user submitted ends, fails or is cancelled. */
+  notifyJobEnd: boolean;
 }
 
 export const DEFAULT_SETTINGS: IPanelSettings = {
@@ -24,7 +26,8 @@ export const DEFAULT_SETTINGS: IPanelSettings = {
   logTailLines: 1000,
   defaultTemplate: '',
   defaultView: 'cluster',
-  filesPageSize: 200
+  filesPageSize: 200,
+  notifyJobEnd: true
 };
 
 function clamp(value: unknown, min: number, max: number, fallback: number) {
@@ -62,7 +65,8 @@ export function readSettings(
       20,
       5000,
       DEFAULT_SETTINGS.filesPageSize
-    )
+    ),
+    notifyJobEnd: composite.notifyJobEnd !== false
   };
 }
 

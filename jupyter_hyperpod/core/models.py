@@ -284,6 +284,20 @@ class RankInfo(BaseModel):
     log: str | None = Field(None, description="Where this rank's log is, when it is a file")
 
 
+class JobProgress(BaseModel):
+    """How far a running job is, parsed from what it prints (`jupyter_hyperpod/progress.py`)."""
+
+    step: int
+    total: int
+    fraction: float = Field(ge=0, le=1)
+    elapsed_seconds: float | None = None
+    eta_seconds: float | None = Field(None, description="Estimated seconds left")
+    loss: float | None = Field(None, description="The last training loss printed")
+    source: str = Field(
+        "", description="What was parsed: training (our step lines), tqdm, log (step N/M)"
+    )
+
+
 class Job(BaseModel):
     id: str
     name: str
@@ -303,7 +317,17 @@ class Job(BaseModel):
     events: list[str] = Field(
         default_factory=list, description="Recent orchestrator events for this job"
     )
+    progress: JobProgress | None = Field(
+        None, description="Running jobs: step/total, elapsed, ETA and last loss from the log"
+    )
     mlflow_run_url: str | None = None
+    stale_reason: str | None = Field(
+        None,
+        description="Set while the orchestrator cannot be asked: why; the state is the last known",
+    )
+    stale_since: float | None = Field(
+        None, description="With stale_reason: when the state was last confirmed (Unix time)"
+    )
 
 
 class JobList(BaseModel):

@@ -422,9 +422,15 @@ class HyperPodService:
             limit=limit,
             offset=offset,
         )
-        return JobList(jobs=[job for job, _, _ in rows], total=total)
+        return self._mark_stale(
+            JobList(
+                jobs=[self._mark_stale(self._with_progress(job, data)) for job, _, data in rows],
+                total=total,
+            )
+        )
 
     def _get(self, job_id: str) -> tuple[Job, dict[str, Any]]:
+        check_text(job_id, field="id", what="the job id")  # what the store cannot even look up
         found = self.store.get(job_id)
         if (
             found is None
@@ -435,11 +441,37 @@ class HyperPodService:
         return found[0], found[2]
 
     def job(self, job_id: str) -> Job:
-        job, _ = self._get(job_id)
+        job, data = self._get(job_id)
         if not job.state.finished:
-            self.refresh()
-            job, _ = self._get(job_id)
-        return job
+            self._watch()
+            job, data = self._get(job_id)
+        return self._mark_stale(self._with_progress(job, data))
+
+    PROGRESS_MAX_AGE = 2.0
+    """Seconds a job's parsed progress is reused (list polls of many clients read one tail)."""
+
+    def _with_progress(self, job: Job, data: dict[str, Any]) -> Job:
+        """A running job with its progress parsed from the last lines of rank 0's log."""
+        if job.state != JobState.RUNNING:
+            return job
+        from ..progress import TAIL_LINES, progress_of_log
+
+        cache: dict[str, tuple[float, Any]] = self.__dict__.setdefault("_progress_cache", {})
+        cached = cache.get(job.id)
+        if cached is None or time.monotonic() - cached[0] > self.PROGRESS_MAX_AGE:
+            try:
+                reader = self.orchestrator.log_reader(_stored(job, data), 0)
+                try:
+                    text = reader.tail(TAIL_LINES)[0].decode("utf-8", "replace")
+                finally:
+                    reader.close()
+                progress = progress_of_log(text, started=job.started)
+            except Exception as error:  # a log not there yet, a backend hiccup: no progress
+                log.debug("no progress for %s: %s", job.id, error)
+                progress = None
+            cached = (time.monotonic(), progress)
+            cache[job.id] = cached
+        return job.model_copy(update={"progress": cached[1]}) if cached[1] else job
 
     def cancel(self, job_id: str) -> Job:
         job, data = self._get(job_id)

@@ -6,6 +6,7 @@ import { JobDiagnosis } from '../components/JobDiagnosis';
 import {
   endedMessage,
   failedRank,
+  jobEndNotice,
   restartSummary,
   waitingReason
 } from '../diagnosis';
@@ -107,6 +108,22 @@ describe('why pending, how it ended', () => {
     expect(
       restartSummary(job({ ranks: [rank(0, { restarts: 2 }), rank(1)] }))
     ).toBe('Restarted 2 times (rank 0: 2).');
+  });
+});
+
+describe('the notice of a job that ended', () => {
+  it('says how it ended, with the reason of a failure', () => {
+    expect(jobEndNotice(job({ state: 'SUCCEEDED' }))).toEqual({
+      message: 'Job train succeeded.',
+      type: 'success'
+    });
+    expect(jobEndNotice(job({ state: 'CANCELLED' })).type).toBe('info');
+    expect(
+      jobEndNotice(job({ state_reason: 'rank 1 exited with code 3' }))
+    ).toEqual({
+      message: 'Job train failed: rank 1 exited with code 3.',
+      type: 'error'
+    });
   });
 });
 

@@ -105,7 +105,9 @@ describe('settings', () => {
       logTailLines: 1000,
       defaultView: 'cluster',
       defaultTemplate: 'qlora',
-      filesPageSize: 100
+      filesPageSize: 100,
+      notifyJobEnd: true
     });
+    expect(readSettings({ notifyJobEnd: false }).notifyJobEnd).toBe(false);
   });
 });

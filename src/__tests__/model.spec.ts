@@ -50,6 +50,33 @@ describe('HyperpodModel', () => {
     m.dispose();
   });
 
+  it('says when a job seen running ends, once, even with the panel hidden', async () => {
+    let state: IJob['state'] = 'RUNNING';
+    const client = {
+      jobs: jest.fn(async () => ({ jobs: [job('a', state)], total: 1 })),
+      job: jest.fn(async (id: string) => job(id, state))
+    } as unknown as HyperpodClient;
+    const m = new HyperpodModel(client, DEFAULT_SETTINGS);
+    const ended: string[] = [];
+    m.jobEnded.connect((_, j) => ended.push(`${j.id}:${j.state}`));
+    // Jobs already finished when first seen are not news.
+    m.upsertJob(job('old', 'FAILED'));
+    await (m as any)._refreshJobs();
+    await (m as any)._watchJobs();
+    expect(ended).toEqual([]);
+    m.isVisible = () => false;
+    state = 'FAILED';
+    await (m as any)._watchJobs();
+    expect(ended).toEqual(['a:FAILED']);
+    expect(m.jobs?.find(j => j.id === 'a')?.state).toBe('FAILED');
+    await (m as any)._refreshJobs();
+    await (m as any)._watchJobs();
+    expect(ended).toEqual(['a:FAILED']);
+    // Nothing runs: the watch asks nothing.
+    expect((client.job as jest.Mock).mock.calls.length).toBe(2);
+    m.dispose();
+  });
+
   it('opens the Submit view for each request, once per request', () => {
     const m = model();
     m.requestSubmit({ template: 'script', params: { script: 'a.py' } });
