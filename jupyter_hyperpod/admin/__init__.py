@@ -1,0 +1,1 @@
+"""Cluster-admin tools: per-user partitions on the shared file system."""
