@@ -313,7 +313,7 @@ def config_from_dict(data: dict[str, Any], config_dir: str | Path = ".") -> Trai
             "max_new_tokens",
         ):
             value = _coerce(key, value, default if default is not None else 0)
-        if key == "mlflow_uri" and value == "":
+        if key in ("mlflow_uri", "dataset_config", "dataset") and value == "":
             value = None
         if key == "column_mapping":
             value = _column_mapping(value)
@@ -321,7 +321,8 @@ def config_from_dict(data: dict[str, Any], config_dir: str | Path = ".") -> Trai
             value = normalize_fsdp_config(value)
         if key == "fsdp" and isinstance(value, list):
             value = " ".join(value)
-        values[key] = value if value is not None or key in ("mlflow_uri",) else item.default
+        keep_none = key in ("mlflow_uri", "dataset_config", "dataset")
+        values[key] = value if value is not None or keep_none else item.default
     base = Path(config_dir).resolve()
     for key in PATH_KEYS:
         value = values.get(key)
@@ -361,6 +362,10 @@ def _looks_remote(key: str, value: str, base: Path, values: dict[str, Any]) -> b
         return False
     if value.startswith((".", "/", "~")) or (base / value).exists():
         return False
+    if Path(value).suffix in (".json", ".jsonl", ".parquet", ".arrow", ".csv"):
+        return False  # a data file's name: a mistyped path, not a repo id
+    if (base / value.split("/", 1)[0]).is_dir():
+        return False  # its first part is a local directory (data/x.jsonl with data/ here)
     return bool(re.fullmatch(r"[\w.-]+/[\w.-]+", value))
 
 

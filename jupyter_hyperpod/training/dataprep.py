@@ -62,31 +62,53 @@ def chat_template_pair(
 
 
 def iter_source_records(source: str, config: TrainingConfig) -> Iterator[dict[str, Any]]:
-    """Rows of a local JSON/JSONL/Parquet file or directory, or of a Hugging Face dataset."""
+    """Rows of a local JSON/JSONL/Parquet file or directory, a `datasets` saved directory
+    (`save_to_disk`), or a Hugging Face hub dataset (`dataset_config`, `dataset_split`)."""
     path = Path(source)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in SOURCE_SUFFIXES)
+        if _is_saved_dataset(path):
+            yield from _iter_saved_dataset(path, config.dataset_split)
+            return
+        files = sorted(p for p in path.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
         if not files:
-            arrow = list(path.rglob("*.arrow"))
-            if arrow:
-                yield from _iter_saved_dataset(path)
-                return
-            raise ConfigError(f"dataset: no .jsonl, .json or .parquet file in {path}")
+            raise ConfigError(
+                f"dataset: no .jsonl, .json or .parquet file (nor a saved dataset) in {path}"
+            )
         for file in files:
             yield from _iter_file(file)
     elif path.is_file():
+        if path.suffix not in SOURCE_SUFFIXES:
+            raise ConfigError(
+                f"dataset: {path} is not a .jsonl, .json or .parquet file (nor a directory "
+                "written by datasets' save_to_disk)"
+            )
         yield from _iter_file(path)
-    elif path.is_absolute() or source.startswith("."):
-        raise ConfigError(f"dataset: {source} does not exist")
+    elif path.is_absolute() or source.startswith((".", "~")) or path.suffix in SOURCE_SUFFIXES:
+        raise ConfigError(
+            f"dataset: no such file or directory: {path} (relative paths are relative to the "
+            "config file's directory)"
+        )
     else:
         yield from _iter_hub_dataset(source, config)
+
+
+def _is_saved_dataset(path: Path) -> bool:
+    """A directory written by `Dataset.save_to_disk` (state.json + dataset_info.json) or
+    `DatasetDict.save_to_disk` (dataset_dict.json)."""
+    return (path / "dataset_dict.json").is_file() or (
+        (path / "state.json").is_file() and (path / "dataset_info.json").is_file()
+    )
 
 
 def _iter_file(file: Path) -> Iterator[dict[str, Any]]:
     if file.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        for batch in pq.ParquetFile(file).iter_batches(batch_size=1024):
+        try:
+            parquet = pq.ParquetFile(file)
+        except Exception as error:  # pyarrow raises ArrowInvalid for a file that is not Parquet
+            raise ConfigError(f"{file}: not a Parquet file ({error})") from None
+        for batch in parquet.iter_batches(batch_size=1024):
             yield from batch.to_pylist()
     elif file.suffix == ".jsonl":
         yield from _iter_json_lines(file)
@@ -128,16 +150,22 @@ def _iter_json_lines(file: Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
-def _iter_saved_dataset(path: Path) -> Iterator[dict[str, Any]]:
+def _iter_saved_dataset(path: Path, split: str) -> Iterator[dict[str, Any]]:
     try:
         from datasets import load_from_disk
     except ImportError:
         raise ConfigError(
-            f"{path} holds a saved Hugging Face dataset: pip install datasets"
+            f"{path} holds a saved Hugging Face dataset: pip install datasets "
+            "(part of jupyter-hyperpod[training])"
         ) from None
     dataset = load_from_disk(str(path))
-    if hasattr(dataset, "keys"):
-        dataset = dataset[next(iter(dataset.keys()))]
+    if hasattr(dataset, "keys"):  # a DatasetDict: one split
+        splits = list(dataset.keys())
+        if split not in splits:
+            raise ConfigError(
+                f"dataset_split: '{split}' is not a split of {path} (it has {', '.join(splits)})"
+            )
+        dataset = dataset[split]
     yield from dataset
 
 
@@ -147,14 +175,25 @@ def _iter_hub_dataset(name: str, config: TrainingConfig) -> Iterator[dict[str, A
     except ImportError:
         raise ConfigError(
             f"dataset '{name}' is not a local file; to read it from the Hugging Face "
-            "hub, pip install datasets"
+            "hub, pip install datasets (part of jupyter-hyperpod[training])"
         ) from None
     try:
         dataset = load_dataset(name, config.dataset_config, split=config.dataset_split)
-    except Exception as error:  # the hub's errors are many; name the cause for the user
+    except Exception as error:  # the hub's errors are many; name the cause and the fix
+        text = str(error)
+        hint = "Offline, the dataset must be in the datasets cache ($HF_DATASETS_CACHE) or a file."
+        # datasets' own words: "Config name is missing" (online), "multiple ... configurations
+        # in the cache" / "Couldn't find cache for ... config" (offline).
+        if any(
+            words in text
+            for words in ("Config name is missing", "configurations in the cache", "for config")
+        ):
+            hint = "Set dataset_config to one of its configs."
+        elif "Unknown split" in text or "split" in text.lower() and "not" in text.lower():
+            hint = "Set dataset_split to one of its splits."
         raise ConfigError(
-            f"cannot load dataset '{name}' from the Hugging Face hub: {error}. Offline, "
-            "download it elsewhere and point `dataset` at the file."
+            f"cannot load dataset '{name}' (config {config.dataset_config!r}, split "
+            f"{config.dataset_split!r}): {type(error).__name__}: {text} {hint}"
         ) from None
     yield from dataset
 
