@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ..backends import backend_class, create_orchestrator
 from ..backends.base import JobUpdate, Launch, LogReader, Orchestrator, StoredJob
-from ..files import Partition, partition_dir
+from ..files import Partition, check_text, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from ..templates.spec import build_spec, parameter_values
 from .errors import AwsDenied, Forbidden, InvalidRequest, NotFound, validation_error
@@ -422,12 +422,7 @@ class HyperPodService:
             limit=limit,
             offset=offset,
         )
-        return self._mark_stale(
-            JobList(
-                jobs=[self._mark_stale(self._with_progress(job, data)) for job, _, data in rows],
-                total=total,
-            )
-        )
+        return JobList(jobs=[self._with_progress(job, data) for job, _, data in rows], total=total)
 
     def _get(self, job_id: str) -> tuple[Job, dict[str, Any]]:
         check_text(job_id, field="id", what="the job id")  # what the store cannot even look up
@@ -443,9 +438,9 @@ class HyperPodService:
     def job(self, job_id: str) -> Job:
         job, data = self._get(job_id)
         if not job.state.finished:
-            self._watch()
+            self.refresh()
             job, data = self._get(job_id)
-        return self._mark_stale(self._with_progress(job, data))
+        return self._with_progress(job, data)
 
     PROGRESS_MAX_AGE = 2.0
     """Seconds a job's parsed progress is reused (list polls of many clients read one tail)."""
