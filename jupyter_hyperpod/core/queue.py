@@ -49,6 +49,7 @@ class QueueJob(BaseModel):
     namespace: str | None = None
     kind: str | None = Field(None, description="Kubernetes job kind")
     priority: int | None = None
+    priority_class: str | None = Field(None, description="Kueue priority class (Kubernetes)")
     submitted: float | None = None
     started: float | None = None
     mine: bool = False

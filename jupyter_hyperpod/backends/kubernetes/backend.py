@@ -14,6 +14,7 @@ from traitlets import Enum, Float, List, Unicode
 
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
 from ...core.models import Capabilities, JobState, Node
+from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .client import KubeClient
 from .jobs import format_events, job_name_of_pod, job_update, pod_problem, rank_of_pod, timestamp
@@ -292,6 +293,12 @@ class KubernetesOrchestrator(Orchestrator):
         return str(job.data.get("namespace") or job.spec.namespace or self.namespace)
 
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+        if any(job.data.get("adopted") for job in jobs):  # created elsewhere: queue.py
+            from .queue import refresh_adopted
+
+            ours = [job for job in jobs if not job.data.get("adopted")]
+            adopted = [job for job in jobs if job.data.get("adopted")]
+            return {**(self.refresh(ours) if ours else {}), **refresh_adopted(self, adopted)}
         groups: dict[tuple[str, tuple[str, str, str, str]], list[StoredJob]] = {}
         for job in jobs:
             if job.backend_id:
@@ -470,6 +477,10 @@ class KubernetesOrchestrator(Orchestrator):
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         """Rank r's log: with one process per pod, the log of worker pod r; with several
         (torchrun --tee), the lines of local rank r % procs_per_node in pod r // procs_per_node."""
+        if job.data.get("adopted"):  # created elsewhere: the operator's pod labels (queue.py)
+            from .queue import adopted_log_reader
+
+            return adopted_log_reader(self, job, rank)
         workers = int(job.data.get("workers") or job.spec.nodes)
         per_pod = job.spec.procs_per_node if job.data.get("split_ranks") else 1
         if rank < 0 or rank >= workers * per_pod:
@@ -536,6 +547,22 @@ class KubernetesOrchestrator(Orchestrator):
                     del self._followers[key]
         for follower in stale:
             follower.stop(timeout=1.0)
+
+    # -- the cluster's queue (queue.py) ---------------------------------------------------
+    def queue(self) -> QueueSnapshot:
+        from .queue import list_queue
+
+        return list_queue(self)
+
+    def adopt(self, queue_id: str) -> Adoption:
+        from .queue import adopt
+
+        return adopt(self, queue_id)
+
+    def queue_log(self, row: QueueJob, tail: int) -> bytes:
+        from .queue import queue_log
+
+        return queue_log(self, row, tail)
 
     def close(self) -> None:
         with self._followers_lock:

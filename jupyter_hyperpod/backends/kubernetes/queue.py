@@ -1,0 +1,404 @@
+"""The Kubernetes queue: every HyperPodPyTorchJob and PyTorchJob in the namespaces this user may
+list, and adopting a job of mine created with `kubectl apply` (a manifest we did not render).
+
+What the user may do is asked, not assumed: a SelfSubjectAccessReview (authorization.k8s.io/v1,
+the API `kubectl auth can-i` calls) for `list` on each kind, cluster-wide first, then per
+namespace; for `get pods/log` before a row says its logs are readable. Kubernetes records no
+creator on objects, so a job is "mine" when it carries the `hyperpod.jupyter.org/user` label
+with my name (this extension's jobs do; add it to a kubectl manifest to adopt that job).
+
+Pods of a job are found by the operators' own labels: Kubeflow's training operator labels them
+`training.kubeflow.org/job-name` and `training.kubeflow.org/replica-index`
+(pkg/controller.v1/common/pod.go, `GenLabels`), the HyperPod training operator `HPJob=<name>`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core.errors import Forbidden, InvalidRequest, NotFound
+from ...core.models import JOB_NAME_PATTERN, JobSpec, JobState
+from ...core.queue import Adoption, QueueJob, QueueSnapshot
+from ..base import JobUpdate, LogReader, StoredJob
+from .jobs import job_name_of_pod, job_update, latest_condition, rank_of_pod, timestamp
+from .logs import PodLogFollower, SpoolLogReader
+from .manifest import (
+    CONTAINER,
+    HPJOB_LABEL,
+    HYPERPOD,
+    JOB_KINDS,
+    KUBEFLOW,
+    KUBEFLOW_JOB_LABEL,
+    label_value,
+)
+
+# The labels manifest.py puts on our jobs (kept here too: adopted jobs carry them by hand).
+USER_LABEL = "hyperpod.jupyter.org/user"
+# Kueue (HyperPod task governance): the LocalQueue and WorkloadPriorityClass of a workload.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+
+if TYPE_CHECKING:
+    from .backend import KubernetesOrchestrator
+
+ACCESS_TTL_SECONDS = 60.0
+GPU_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neurondevice")
+SOURCE = "Kubernetes API (HyperPodPyTorchJob, PyTorchJob)"
+
+
+class AccessReviews:
+    """SelfSubjectAccessReview answers, cached a minute (permissions change rarely)."""
+
+    def __init__(self, backend: KubernetesOrchestrator) -> None:
+        self.backend = backend
+        self._cache: dict[tuple[str, ...], tuple[float, bool]] = {}
+        self._lock = threading.Lock()
+
+    def allowed(
+        self,
+        verb: str,
+        group: str,
+        resource: str,
+        namespace: str = "",
+        subresource: str = "",
+    ) -> bool:
+        key = (verb, group, resource, namespace, subresource)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit and now - hit[0] < ACCESS_TTL_SECONDS:
+                return hit[1]
+        from kubernetes import client
+
+        kube = self.backend.kube
+        attributes = {"verb": verb, "group": group, "resource": resource}
+        if namespace:
+            attributes["namespace"] = namespace
+        if subresource:
+            attributes["subresource"] = subresource
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        try:
+            answer = kube.call_json(
+                f"review access to {verb} {resource}",
+                client.AuthorizationV1Api(kube.api_client).create_self_subject_access_review,
+                body,
+            )
+            allowed = bool((answer.get("status") or {}).get("allowed"))
+        except Forbidden:
+            allowed = False
+        with self._lock:
+            self._cache[key] = (now, allowed)
+        return allowed
+
+
+def _reviews(backend: KubernetesOrchestrator) -> AccessReviews:
+    reviews = getattr(backend, "_queue_reviews", None)
+    if reviews is None:
+        reviews = AccessReviews(backend)
+        backend._queue_reviews = reviews  # type: ignore[attr-defined]
+    return reviews
+
+
+def candidate_namespaces(backend: KubernetesOrchestrator) -> list[str]:
+    """The configured namespaces, plus every namespace when this user may list them."""
+    names = list(dict.fromkeys([backend.namespace, *backend.allowed_namespaces]))
+    if _reviews(backend).allowed("list", "", "namespaces"):
+        with contextlib.suppress(Forbidden):
+            found = backend._list_all("list namespaces", backend.kube.core.list_namespace)
+            names += [(n.get("metadata") or {}).get("name", "") for n in found]
+    return [name for name in dict.fromkeys(names) if name]
+
+
+def _replicas(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == HYPERPOD[3] or "replicaSpecs" in spec:
+        return [r for r in spec.get("replicaSpecs") or [] if isinstance(r, dict)]
+    return [r for r in (spec.get("pytorchReplicaSpecs") or {}).values() if isinstance(r, dict)]
+
+
+def _gpus_of(template: dict[str, Any]) -> int:
+    total = 0
+    for container in (template.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        wanted = resources.get("limits") or resources.get("requests") or {}
+        for name in GPU_RESOURCES:
+            with contextlib.suppress(TypeError, ValueError):
+                total += int(wanted.get(name) or 0)
+    return total
+
+
+def shape(obj: dict[str, Any]) -> tuple[int, int]:
+    """(pods, GPUs) the job asks for: replicas x the GPUs of each replica's pod template."""
+    pods = gpus = 0
+    for replica in _replicas(obj):
+        count = int(replica.get("replicas") or 1)
+        pods += count
+        gpus += count * _gpus_of(replica.get("template") or {})
+    return pods, gpus
+
+
+def row_from_object(obj: dict[str, Any], kind: str, user: str, logs_ok: bool) -> QueueJob:
+    meta = obj.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    namespace = meta.get("namespace") or ""
+    name = meta.get("name") or ""
+    update = job_update(obj, [])
+    state = update.state or JobState.PENDING
+    latest = latest_condition((obj.get("status") or {}).get("conditions") or [])
+    owner = labels.get(USER_LABEL, "")
+    pods, gpus = shape(obj)
+    reason = update.state_reason if state is JobState.PENDING else None
+    if state is JobState.PENDING and not reason:
+        reason = "waiting for the operator" if not latest else None
+    return QueueJob(
+        id=f"{namespace}/{kind}/{name}",
+        name=name,
+        user=owner,
+        state=state,
+        native_state=(latest or {}).get("type") or "Created",
+        reason=reason,
+        nodes=pods,
+        gpus=gpus,
+        partition=labels.get(QUEUE_LABEL) or namespace,
+        namespace=namespace,
+        kind=kind,
+        priority_class=labels.get(PRIORITY_LABEL),
+        submitted=timestamp(meta.get("creationTimestamp")),
+        started=update.started if state is not JobState.PENDING else None,
+        mine=bool(owner) and owner == label_value(user),
+        logs_readable=logs_ok,
+        logs_reason=None if logs_ok else f"not allowed to read pod logs in namespace {namespace}",
+    )
+
+
+def list_queue(backend: KubernetesOrchestrator) -> QueueSnapshot:
+    reviews = _reviews(backend)
+    user = str(backend.settings.user)
+    rows: list[QueueJob] = []
+    namespaces: list[str] | None = None
+    for group, version, plural, kind in (HYPERPOD, KUBEFLOW):
+        if reviews.allowed("list", group, plural):
+            scopes: list[str | None] = [None]
+        else:
+            if namespaces is None:
+                namespaces = candidate_namespaces(backend)
+            scopes = [ns for ns in namespaces if reviews.allowed("list", group, plural, ns)]
+        for scope in scopes:
+            try:
+                if scope is None:
+                    items = backend._list_all(
+                        f"list {kind}s in all namespaces",
+                        backend.kube.custom.list_cluster_custom_object,
+                        group,
+                        version,
+                        plural,
+                    )
+                else:
+                    items = backend._list_all(
+                        f"list {kind}s in namespace {scope}",
+                        backend.kube.custom.list_namespaced_custom_object,
+                        group,
+                        version,
+                        scope,
+                        plural,
+                    )
+            except NotFound:
+                break  # the cluster does not serve this kind (no operator)
+            for obj in items:
+                namespace = (obj.get("metadata") or {}).get("namespace") or scope or ""
+                logs_ok = reviews.allowed("get", "", "pods", namespace, "log")
+                rows.append(row_from_object(obj, kind, user, logs_ok))
+    return QueueSnapshot(jobs=rows, source=SOURCE)
+
+
+def parse_id(queue_id: str) -> tuple[str, tuple[str, str, str, str], str]:
+    parts = queue_id.split("/")
+    if len(parts) != 3 or parts[1] not in JOB_KINDS:
+        raise InvalidRequest(
+            f"'{queue_id}' is not a Kubernetes queue id (<namespace>/<kind>/<name>)", field="id"
+        )
+    return parts[0], JOB_KINDS[parts[1]], parts[2]
+
+
+def _read(backend: KubernetesOrchestrator, namespace: str, kind: tuple[str, ...], name: str) -> Any:
+    group, version, plural, title = kind
+    return backend.kube.call_json(
+        f"read {title} {name} in namespace {namespace}",
+        backend.kube.custom.get_namespaced_custom_object,
+        group,
+        version,
+        namespace,
+        plural,
+        name,
+    )
+
+
+def adopt(backend: KubernetesOrchestrator, queue_id: str) -> Adoption:
+    namespace, kind, name = parse_id(queue_id)
+    try:
+        obj = _read(backend, namespace, kind, name)
+    except NotFound:
+        raise NotFound(f"no {kind[3]} {name} in namespace {namespace}", field="id") from None
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    owner = labels.get(USER_LABEL, "")
+    if not owner or owner != label_value(str(backend.settings.user)):
+        raise Forbidden(
+            f"{kind[3]} {name} is not labelled {USER_LABEL}={label_value(str(backend.settings.user))}"
+            ": only your own jobs can be opened here",
+            field="id",
+        )
+    replicas = _replicas(obj)
+    template = (replicas[0].get("template") or {}) if replicas else {}
+    containers = (template.get("spec") or {}).get("containers") or [{}]
+    container = next((c for c in containers if c.get("name") == CONTAINER), containers[0])
+    command = [*(container.get("command") or []), *(container.get("args") or [])]
+    pods, gpus = shape(obj)
+    job_name = name if re.match(JOB_NAME_PATTERN, name) else f"k8s-{abs(hash(name)) % 10**6}"
+    spec = JobSpec(
+        name=job_name,
+        command=command or [f"({kind[3]} {name})"],
+        nodes=max(1, pods),
+        gpus_per_node=gpus // max(1, pods),
+        image=container.get("image") or None,
+        kind=kind[3],
+        namespace=namespace,
+        queue=labels.get(QUEUE_LABEL) or None,
+        params={"adopted": queue_id},
+    )
+    update = job_update(obj, [])
+    state = update.state or JobState.PENDING
+    created = timestamp((obj.get("metadata") or {}).get("creationTimestamp")) or time.time()
+    data = {
+        "namespace": namespace,
+        "kind": kind[3],
+        "group": kind[0],
+        "version": kind[1],
+        "plural": kind[2],
+        "workers": max(1, pods),
+        "split_ranks": False,
+        "adopted": True,
+        "events": [f"adopted {kind[3]} {namespace}/{name} (created outside this server)"],
+    }
+    return Adoption(
+        backend_id=name, spec=spec, data=data, state=state, created=created, started=update.started
+    )
+
+
+def _pod_selector(kind: str, name: str) -> str:
+    return f"{HPJOB_LABEL}={name}" if kind == HYPERPOD[3] else f"{KUBEFLOW_JOB_LABEL}={name}"
+
+
+def _pods(backend: KubernetesOrchestrator, job: StoredJob) -> list[dict[str, Any]]:
+    namespace, kind = str(job.data["namespace"]), str(job.data["kind"])
+    pods = backend._list_all(
+        f"list the pods of {kind} {job.backend_id}",
+        backend.kube.core.list_namespaced_pod,
+        namespace,
+        label_selector=_pod_selector(kind, job.backend_id or ""),
+    )
+    return [
+        p
+        for p in pods
+        if job_name_of_pod(p) == job.backend_id or _operator_job(p) == job.backend_id
+    ]
+
+
+def _operator_job(pod: dict[str, Any]) -> str | None:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return labels.get(KUBEFLOW_JOB_LABEL) or labels.get(HPJOB_LABEL)
+
+
+def refresh_adopted(backend: KubernetesOrchestrator, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+    """Status of adopted jobs: their object and the pods their operator labelled."""
+    updates: dict[str, JobUpdate] = {}
+    for job in jobs:
+        kind = JOB_KINDS[str(job.data.get("kind") or KUBEFLOW[3])]
+        try:
+            obj = _read(backend, str(job.data["namespace"]), kind, job.backend_id or "")
+        except NotFound:
+            updates[job.id] = JobUpdate(
+                state=JobState.CANCELLED,
+                state_reason="the job object was deleted from the cluster",
+                ended=time.time(),
+            )
+            continue
+        updates[job.id] = job_update(obj, _pods(backend, job))
+    return updates
+
+
+def adopted_log_reader(backend: KubernetesOrchestrator, job: StoredJob, rank: int) -> LogReader:
+    """Rank r's log: the pod of replica index r (one process per pod), followed like ours."""
+    workers = int(job.data.get("workers") or job.spec.nodes)
+    if not 0 <= rank < workers:
+        raise NotFound(f"job {job.id} has ranks 0..{workers - 1}, not {rank}")
+    namespace = str(job.data["namespace"])
+
+    def find_pod() -> dict[str, Any] | None:
+        mine = [p for p in _pods(backend, job) if rank_of_pod(p) == rank]
+        if not mine:
+            return None
+        return max(
+            mine, key=lambda p: timestamp((p.get("metadata") or {}).get("creationTimestamp")) or 0
+        )
+
+    def job_over() -> bool:
+        update = refresh_adopted(backend, [job]).get(job.id)
+        return bool(update and update.state and update.state.finished)
+
+    key = (job.id, rank)
+    with backend._followers_lock:
+        follower = backend._followers.get(key)
+        if follower is None or (not follower.alive and not follower.done):
+            spool: Path = backend._spool_dir(job) / f"worker-{rank}.log"
+            follower = PodLogFollower(
+                backend.kube,
+                namespace=namespace,
+                container=CONTAINER,
+                spool=spool,
+                find_pod=find_pod,
+                job_over=job_over,
+                label=f"adopted {job.backend_id} worker {rank}",
+            )
+            backend._followers[key] = follower
+        follower.refs += 1
+        follower.start()
+    if job.state.finished:
+        follower.wait_done(15.0)
+    return SpoolLogReader(follower, backend._release_follower, None)
+
+
+def queue_log(backend: KubernetesOrchestrator, row: QueueJob, tail: int) -> bytes:
+    """The last lines of replica 0's pod, read once (a read-only view of someone's job)."""
+    namespace, kind, name = parse_id(row.id)
+    pods = backend._list_all(
+        f"list the pods of {kind[3]} {name}",
+        backend.kube.core.list_namespaced_pod,
+        namespace,
+        label_selector=_pod_selector(kind[3], name),
+    )
+    first = [p for p in pods if rank_of_pod(p) in (0, None)]
+    if not first:
+        return b""
+    pod = (first[0].get("metadata") or {}).get("name", "")
+    response = backend.kube.call(
+        f"read the log of pod {pod}",
+        backend.kube.core.read_namespaced_pod_log,
+        pod,
+        namespace,
+        container=CONTAINER,
+        tail_lines=tail,
+        _preload_content=False,
+    )
+    try:
+        return bytes(response.data)
+    finally:
+        response.release_conn()
