@@ -242,7 +242,26 @@ class JobHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def delete(self, job_id: str) -> None:
+        forget = _flag(self, "forget")
+        delete_files = _flag(self, "delete_files")
+        if delete_files and not forget:
+            raise InvalidRequest("delete_files needs forget=true", field="delete_files")
+        if forget:
+            self.send(
+                await self.run_in("cancel", self.service.forget, job_id, delete_files=delete_files)
+            )
+            return
         self.send(await self.run_in("cancel", self.service.cancel, job_id))
+
+
+def _flag(handler: HyperPodAPIHandler, name: str) -> bool:
+    """A true/false query argument (absent: false); anything else is a 400 naming it."""
+    raw = (handler.get_argument(name, "") or "").strip().lower()
+    if raw in ("", "false", "0", "no"):
+        return False
+    if raw in ("true", "1", "yes"):
+        return True
+    raise InvalidRequest(f"{name} must be true or false, not '{raw[:20]}'", field=name)
 
 
 class LogsHandler(HyperPodAPIHandler):

@@ -20,6 +20,7 @@ from .core.models import (
     ClusterInfo,
     ErrorResponse,
     FileListing,
+    ForgottenJob,
     Job,
     JobList,
     JobMetrics,
@@ -30,8 +31,8 @@ from .core.models import (
     TemplateInfo,
     TemplateSubmission,
 )
-from .core.queue import AdoptRequest, QueueLogs, QueuePage
 from .gpu.models import GpuNodes, JobGpu
+from .core.queue import AdoptRequest, QueueLogs, QueuePage
 
 VERSION = "1.0.0"
 
@@ -55,6 +56,7 @@ MODELS: list[type[BaseModel]] = [
     TemplateSubmission,
     Rendered,
     Job,
+    ForgottenJob,
     JobList,
     LogSnapshot,
     JobMetrics,
@@ -227,8 +229,31 @@ def _paths() -> dict[str, Any]:
                 "responses": {"200": _json(Job, "Job"), **_errors(404, 503)},
             },
             "delete": {
-                "summary": "Cancel a job (it ends CANCELLED, its processes gone)",
-                "responses": {"200": _json(Job, "The cancelled job"), **_errors(404, 503)},
+                "summary": "Cancel a job (it ends CANCELLED, its processes gone); with "
+                "forget=true, remove it from the history (cancelled first if it runs)",
+                "parameters": [
+                    _query(
+                        "forget",
+                        {"type": "boolean", "default": False},
+                        "Remove the job from the history (answers a ForgottenJob)",
+                    ),
+                    _query(
+                        "delete_files",
+                        {"type": "boolean", "default": False},
+                        "With forget: also delete the job's directory (.hyperpod/jobs/<id>)",
+                    ),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "The cancelled job, or what forgetting it did",
+                        "content": {
+                            "application/json": {
+                                "schema": {"oneOf": [_ref(Job), _ref(ForgottenJob)]}
+                            }
+                        },
+                    },
+                    **_errors(400, 404, 503),
+                },
             },
         },
         "/jobs/{job_id}/logs": {

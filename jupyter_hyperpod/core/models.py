@@ -330,6 +330,15 @@ class Job(BaseModel):
     )
 
 
+class ForgottenJob(BaseModel):
+    """What `DELETE jobs/{id}?forget=true` did."""
+
+    id: str
+    cancelled: bool = Field(description="The job was still running and was cancelled first")
+    files_deleted: bool = Field(description="The job's directory (logs, launch files) was deleted")
+    job_dir: str = Field(description="The job's directory, partition-relative (kept or deleted)")
+
+
 class JobList(BaseModel):
     jobs: list[Job]
     total: int

@@ -32,6 +32,7 @@ from .models import (
     ClusterInfo,
     FileListing,
     FileSystemInfo,
+    ForgottenJob,
     Job,
     JobList,
     JobMetrics,
@@ -467,6 +468,31 @@ class HyperPodService:
             cached = (time.monotonic(), progress)
             cache[job.id] = cached
         return job.model_copy(update={"progress": cached[1]}) if cached[1] else job
+
+    def forget(self, job_id: str, *, delete_files: bool = False) -> ForgottenJob:
+        """Remove a job from the history (cancelled first if it still runs); its directory
+        (`.hyperpod/jobs/<id>`: logs, launch files) is deleted only when asked. The outputs it
+        wrote elsewhere in the partition are never touched."""
+        job, _ = self._get(job_id)
+        cancelled = False
+        if not job.state.finished:
+            self.cancel(job_id)
+            cancelled = True
+        relative = f"{JOBS_DIR}/{job_id}"
+        deleted = False
+        if delete_files:
+            import shutil
+
+            path = self.partition.resolve(relative, field="delete_files")
+            if path.is_dir():
+                shutil.rmtree(path)
+                deleted = True
+        self.store.delete(job_id)
+        self._progress_cache_drop(job_id)
+        return ForgottenJob(id=job_id, cancelled=cancelled, files_deleted=deleted, job_dir=relative)
+
+    def _progress_cache_drop(self, job_id: str) -> None:
+        self.__dict__.get("_progress_cache", {}).pop(job_id, None)
 
     def cancel(self, job_id: str) -> Job:
         job, data = self._get(job_id)

@@ -115,6 +115,11 @@ class JobStore:
                 f"UPDATE jobs SET {assignments} WHERE id = ?", (*encoded.values(), job_id)
             )
 
+    def delete(self, job_id: str) -> None:
+        """Forget a job (its row only: the caller decides about its files)."""
+        with self._cursor() as cursor:
+            cursor.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+
     def get(self, job_id: str) -> tuple[Job, str, dict[str, Any]] | None:
         with self._cursor() as cursor:
             row = cursor.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
