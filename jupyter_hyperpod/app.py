@@ -1,15 +1,12 @@
-"""The Jupyter server extension: configuration, the service, the routes and a status refresher."""
+"""The Jupyter server extension: configuration, the service (with its status tracker), the routes."""
 
 from __future__ import annotations
 
-import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
-from tornado.ioloop import PeriodicCallback
 
-from .core.errors import HyperPodError
 from .core.service import HyperPodService
 from .core.settings import HyperPodSettings
 from .handlers import (
@@ -77,8 +74,6 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
 
     name = "jupyter_hyperpod"
     service: HyperPodService | None = None
-    _refresher: PeriodicCallback | None = None
-    _refreshing = False
     _pools: dict[str, ThreadPoolExecutor] | None = None
 
     def initialize_settings(self) -> None:
@@ -99,31 +94,14 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
             self.service.partition.root,
             self.user,
         )
-        self._refresher = PeriodicCallback(self._refresh, self.refresh_interval * 1000)
-        self._refresher.start()
-
-    async def _refresh(self) -> None:
-        """Keeps job states moving (and local pending jobs starting) with nobody watching."""
-        if self._refreshing or self.service is None:
-            return
-        self._refreshing = True
-        try:
-            loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._executor, lambda: self.service.refresh(max_age=0))  # type: ignore[union-attr]
-        except HyperPodError as error:
-            self.log.debug("job refresh skipped: %s", error.message)
-        except Exception:
-            self.log.exception("job refresh failed")
-        finally:
-            self._refreshing = False
+        # Job states keep moving (and local pending jobs start) with nobody watching: the
+        # service's tracker refreshes them in its own thread (core/tracker.py).
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
         self.handlers.append(FALLBACK_ROUTE)
 
     async def stop_extension(self) -> None:
-        if self._refresher is not None:
-            self._refresher.stop()
         if self.service is not None:
             self.service.close()
         # The pools exist only once initialize_settings ran (a failed start stops without them).

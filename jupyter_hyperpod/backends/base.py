@@ -151,6 +151,9 @@ class Orchestrator(LoggingConfigurable):
     kind: ClassVar[Literal["local", "slurm", "kubernetes"]]
     default_cluster_fs_root: ClassVar[str | None] = None
     """Where jobs see the shared file system when the settings do not say; None: same as this machine."""
+    status_poll_max: ClassVar[float] = 30.0
+    """The longest wait between two status refreshes while jobs run (the interval grows with the
+    age of the youngest job up to this; `core/tracker.py`)."""
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
         super().__init__(parent=settings, **kwargs)

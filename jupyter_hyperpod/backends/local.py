@@ -65,6 +65,8 @@ def _pid_alive(pid: int | None, job_dir: Path) -> bool:
 
 class LocalOrchestrator(Orchestrator):
     kind = "local"
+    status_poll_max = 2.0
+    """A refresh reads a few files, and it is what starts queued jobs: keep it frequent."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -363,6 +365,11 @@ class LocalOrchestrator(Orchestrator):
             child = self._children.pop(job.id, None)
             if child is not None:
                 child.wait(timeout=5)
+            # A refresh running at the same time may have reaped the child first: wait until the
+            # killed supervisor is gone either way (the answer promises no process is left).
+            deadline = time.monotonic() + 5
+            while _pid_alive(pid, job_dir) and time.monotonic() < deadline:
+                time.sleep(0.01)
         status = read_status(job_dir) or {}
         if status.get("state") not in ("SUCCEEDED", "FAILED", "CANCELLED"):
             status.update(state="CANCELLED", reason="cancelled by the user", ended=time.time())

@@ -342,6 +342,14 @@ class ForgottenJob(BaseModel):
 class JobList(BaseModel):
     jobs: list[Job]
     total: int
+    stale_reason: str | None = Field(
+        None,
+        description="Set while the orchestrator cannot be asked: why; unfinished jobs show their "
+        "last known state",
+    )
+    stale_since: float | None = Field(
+        None, description="With stale_reason: when the states were last confirmed (Unix time)"
+    )
 
 
 class LogSnapshot(BaseModel):

@@ -47,10 +47,13 @@ from .models import (
 )
 from .settings import HyperPodSettings
 from .store import JobStore
+from .tracker import Tracker
 
 log = logging.getLogger(__name__)
 
 MAX_TAIL_LINES = 100_000
+FIRST_REFRESH_WAIT = 2.0
+"""How long a read waits, once, for the first status refresh of a process that just started."""
 JOBS_DIR = ".hyperpod/jobs"
 
 
@@ -73,9 +76,18 @@ class HyperPodService:
         )
         self._cluster_name: str | None = None
         self._refresh_lock = threading.Lock()
-        self._last_refresh = 0.0
+        """Held by a status refresh and by a switch of orchestrator: never by a reader."""
+        self._youngest: float | None = None
+        self.tracker = Tracker(
+            self._tracked_refresh,
+            min_interval=float(settings.refresh_interval),
+            max_interval=self.orchestrator.status_poll_max,
+            name=f"hyperpod-tracker-{self.orchestrator.kind}",
+        )
+        self.tracker.start()
 
     def close(self) -> None:
+        self.tracker.stop()
         self.orchestrator.close()
         self.store.close()
         if self._gpu is not None:
@@ -93,7 +105,7 @@ class HyperPodService:
                 self.settings.cluster_fs_root or new.default_cluster_fs_root or str(self.fs_root)
             )
             self._cluster_name = None
-            self._last_refresh = 0.0
+        self.tracker.nudge(now=True)
         old.close()
         log.info("orchestrator switched from %s to %s", old.kind, new.kind)
         return self.cluster()
@@ -364,12 +376,31 @@ class HyperPodService:
         return job
 
     def refresh(self, *, max_age: float = 0.5) -> None:
-        """One batched status query for all unfinished jobs, at most every max_age seconds."""
-        if time.monotonic() - self._last_refresh < max_age:
-            return
+        """Refresh now, in this thread, unless one finished less than max_age seconds ago (one
+        at a time with the tracker's background refresh). Readers never call this."""
+        self.tracker.refresh(max_age)
+
+    def _tracked_refresh(self) -> float | None:
+        """What the tracker runs: returns the age of the youngest unfinished job (or None)."""
+        self._refresh_once()
+        return self._youngest
+
+    def _watch(self) -> None:
+        """A reader looks at unfinished jobs: refresh soon in the background, never here (but a
+        process that has just started waits a moment for its first look at the backend)."""
+        self.tracker.nudge()
+        self.tracker.wait_first(FIRST_REFRESH_WAIT)
+
+    def _mark_stale(self, value: Any) -> Any:
+        """The tracker's staleness on a job (unfinished) or a job list."""
+        stale = self.tracker.stale
+        if stale is None or (isinstance(value, Job) and value.state.finished):
+            return value
+        return value.model_copy(update={"stale_reason": stale.reason, "stale_since": stale.since})
+
+    def _refresh_once(self) -> None:
+        """One batched status query for all unfinished jobs; updates the store."""
         with self._refresh_lock:
-            if time.monotonic() - self._last_refresh < max_age:
-                return
             rows, _ = self.store.query(
                 orchestrator=self.orchestrator.kind,
                 cluster=self.cluster_name,
@@ -383,7 +414,8 @@ class HyperPodService:
                     update = updates.get(job.id)
                     if update is not None:
                         self._save(job, data, update)
-            self._last_refresh = time.monotonic()
+            newest = max((job.created for job, _, _ in rows), default=None)
+            self._youngest = None if newest is None else time.time() - newest
         if rows:
             self.queue_view.annotate_pending()
 
@@ -414,7 +446,7 @@ class HyperPodService:
             raise InvalidRequest("limit must be between 1 and 1000", field="limit")
         if offset < 0:
             raise InvalidRequest("offset cannot be negative", field="offset")
-        self.refresh()
+        self._watch()
         rows, total = self.store.query(
             orchestrator=self.orchestrator.kind,
             cluster=self.cluster_name,
@@ -423,7 +455,12 @@ class HyperPodService:
             limit=limit,
             offset=offset,
         )
-        return JobList(jobs=[self._with_progress(job, data) for job, _, data in rows], total=total)
+        return self._mark_stale(
+            JobList(
+                jobs=[self._mark_stale(self._with_progress(job, data)) for job, _, data in rows],
+                total=total,
+            )
+        )
 
     def _get(self, job_id: str) -> tuple[Job, dict[str, Any]]:
         check_text(job_id, field="id", what="the job id")  # what the store cannot even look up
@@ -439,9 +476,9 @@ class HyperPodService:
     def job(self, job_id: str) -> Job:
         job, data = self._get(job_id)
         if not job.state.finished:
-            self.refresh()
+            self._watch()
             job, data = self._get(job_id)
-        return self._with_progress(job, data)
+        return self._mark_stale(self._with_progress(job, data))
 
     PROGRESS_MAX_AGE = 2.0
     """Seconds a job's parsed progress is reused (list polls of many clients read one tail)."""

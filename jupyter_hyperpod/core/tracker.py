@@ -1,0 +1,160 @@
+"""Job status in the background: readers answer from the store, never from the backend.
+
+One `Tracker` per service (so per backend) runs one refresh at a time (single flight) in its own
+thread: the batched status query of every unfinished job, then the store updated. Its interval
+follows the age of the youngest unfinished job, as submitit's watcher does (submitit
+`core.InfoWatcher.update_if_long_enough`: `min(delay_s, max(2, last_job_delta / 2))`, i.e.
+checks at 0, 2, 4, 8, 16... seconds after a submission, then every `delay_s`): a job just
+submitted is looked at often, a week-old one rarely. A reader that watches an unfinished job
+`nudge`s it, which brings the next refresh forward to `fresh_for` seconds after the last one.
+
+A refresh that fails (the cluster unreachable, a timeout) leaves the stored states as they were
+and marks them stale with the reason: `GET jobs` still answers, saying since when and why the
+states may be old, and the tracker retries with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import HyperPodError
+
+log = logging.getLogger(__name__)
+
+MAX_INTERVAL = 30.0
+"""The longest wait between two refreshes while unfinished jobs exist (submitit's delay_s is 60)."""
+FRESH_FOR = 0.5
+"""A nudged refresh runs once the last one is this old (someone is watching)."""
+
+
+@dataclass(frozen=True)
+class Staleness:
+    reason: str
+    since: float
+    """time.time() of the last refresh that worked (or of the first that failed, if none did)."""
+
+
+class Tracker:
+    """Runs `refresh` (returns the age in seconds of the youngest unfinished job, or None when
+    there is none) in one background thread, and on demand in the caller's, one at a time."""
+
+    def __init__(
+        self,
+        refresh: Callable[[], float | None],
+        *,
+        min_interval: float,
+        max_interval: float = MAX_INTERVAL,
+        fresh_for: float = FRESH_FOR,
+        name: str = "hyperpod-tracker",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._refresh = refresh
+        self.min_interval = max(0.01, float(min_interval))
+        self.max_interval = max(self.min_interval, float(max_interval))
+        self.fresh_for = fresh_for
+        self.name = name
+        self.clock = clock
+        self._flight = threading.Lock()
+        """Held while a refresh runs: there is never a second one at the same time."""
+        self._wake = threading.Condition()
+        self._nudged = False
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self.last_attempt = 0.0
+        self.last_success = 0.0
+        self.last_success_time: float | None = None
+        self.interval = self.min_interval
+        self.refreshes = 0
+        self.stale: Staleness | None = None
+        self._first_done = threading.Event()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._wake:
+            self._stopped = True
+            self._wake.notify_all()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    # -- asking for freshness -----------------------------------------------------------------
+    def nudge(self, *, now: bool = False) -> None:
+        """Someone watches an unfinished job (or just submitted or cancelled one: `now`)."""
+        with self._wake:
+            self._nudged = True
+            if now:
+                self.last_attempt = 0.0
+            self._wake.notify_all()
+
+    def wait_first(self, timeout: float) -> bool:
+        """Wait (at most timeout) for the first refresh after start: a process that has just
+        started has not looked at its jobs yet. True when it has."""
+        return self._first_done.wait(timeout)
+
+    def refresh(self, max_age: float = 0.0) -> None:
+        """Refresh in the caller's thread unless one finished less than max_age seconds ago;
+        waits for a refresh already running instead of starting a second one."""
+        if max_age > 0 and self.clock() - self.last_success < max_age:
+            return
+        started = self.clock()
+        with self._flight:
+            if self.last_success >= started and max_age > 0:
+                return  # the one we waited for is fresh enough
+            self._run_once()
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _due(self) -> float:
+        """Seconds until the next refresh should start (<= 0: now)."""
+        since = self.clock() - self.last_attempt
+        if self._nudged:
+            return min(self.fresh_for, self.interval) - since
+        return self.interval - since
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._stopped and (wait := self._due()) > 0:
+                    self._wake.wait(wait)
+                if self._stopped:
+                    return
+                self._nudged = False
+            with self._flight:
+                if self._stopped:
+                    return
+                self._run_once()
+
+    def _run_once(self) -> None:
+        self.last_attempt = self.clock()
+        try:
+            youngest = self._refresh()
+        except Exception as error:  # a backend failure must never stop the tracker
+            reason = error.message if isinstance(error, HyperPodError) else repr(error)
+            if not isinstance(error, HyperPodError):
+                log.exception("job status refresh failed")
+            else:
+                log.info("job status refresh failed: %s", reason)
+            since = self.stale.since if self.stale else (self.last_success_time or time.time())
+            self.stale = Staleness(reason=reason, since=since)
+            self.interval = min(self.max_interval, max(self.min_interval, self.interval * 2))
+        else:
+            self.stale = None
+            self.last_success = self.clock()
+            self.last_success_time = time.time()
+            self.refreshes += 1
+            self.interval = self._interval_for(youngest)
+        finally:
+            self._first_done.set()
+
+    def _interval_for(self, youngest: float | None) -> float:
+        if youngest is None:
+            return self.max_interval
+        return min(self.max_interval, max(self.min_interval, youngest / 2))
