@@ -42,6 +42,7 @@ from .core.models import (
     Rendered,
     TemplateInfo,
 )
+from .gpu.models import GpuNodes, JobGpu
 
 URL_ENV = "JUPYTER_HYPERPOD_URL"
 TOKEN_ENVS = ("JUPYTER_HYPERPOD_TOKEN", "JUPYTER_TOKEN")
@@ -359,6 +360,15 @@ class HyperPodClient:
 
     def metrics(self, job_id: str) -> JobMetrics:
         return JobMetrics.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/metrics"))
+
+    def gpu_nodes(self) -> GpuNodes:
+        """Each node's GPUs now (utilisation, memory, power, temperature, last XID)."""
+        return GpuNodes.model_validate(self.request("GET", "gpu/nodes"))
+
+    def job_gpu(self, job_id: str, *, step: float | None = None) -> JobGpu:
+        """The job's GPU utilisation and memory over its run."""
+        params = {"step": step} if step is not None else {}
+        return JobGpu.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/gpu", **params))
 
     # -- logs -------------------------------------------------------------------------------------
     def log_snapshot(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:
