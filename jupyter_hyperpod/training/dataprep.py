@@ -189,7 +189,7 @@ def _iter_hub_dataset(name: str, config: TrainingConfig) -> Iterator[dict[str, A
             for words in ("Config name is missing", "configurations in the cache", "for config")
         ):
             hint = "Set dataset_config to one of its configs."
-        elif "Unknown split" in text or "split" in text.lower() and "not" in text.lower():
+        elif "Unknown split" in text or ("split" in text.lower() and "not" in text.lower()):
             hint = "Set dataset_split to one of its splits."
         raise ConfigError(
             f"cannot load dataset '{name}' (config {config.dataset_config!r}, split "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,12 @@ _FAST_FAIL = {
 }
 
 
+# The resource types sagemaker-mlflow knows (`SageMakerMLflowHostMetadataProvider._get_endpoint`).
+_SAGEMAKER_ARN = re.compile(
+    r"arn:aws(-[a-z-]+)?:sagemaker:[a-z0-9-]+:\d{12}:(mlflow-tracking-server|mlflow-app)/[\w.-]+"
+)
+
+
 def check_tracking_uri(mlflow: Any, uri: str) -> None:
     """One cheap request to the tracking store; ConfigError with the cause if it fails.
 
@@ -52,6 +59,12 @@ def check_tracking_uri(mlflow: Any, uri: str) -> None:
     """
     if uri.startswith("arn:"):
         import importlib.util
+
+        if not _SAGEMAKER_ARN.fullmatch(uri):
+            raise ConfigError(
+                f"mlflow_uri: {uri} is not a SageMaker MLflow ARN (arn:aws:sagemaker:<region>:"
+                "<account>:mlflow-tracking-server/<name>, or mlflow-app/<id>)"
+            )
 
         if importlib.util.find_spec("sagemaker_mlflow") is None:
             raise ConfigError(
