@@ -7,6 +7,7 @@ import {
   IAwsConnectRequest,
   IClusterInfo,
   IFileListing,
+  IForgottenJob,
   IJob,
   IJobList,
   IJobMetrics,
@@ -119,6 +120,15 @@ export class HyperpodClient {
 
   cancel(id: string): Promise<IJob> {
     return this._send('DELETE', `jobs/${encodeURIComponent(id)}`);
+  }
+
+  /** Remove a job from the history (cancelled first if it runs), its files kept or deleted. */
+  forget(id: string, deleteFiles: boolean): Promise<IForgottenJob> {
+    return this._send(
+      'DELETE',
+      `jobs/${encodeURIComponent(id)}` +
+        queryString({ forget: 'true', delete_files: String(deleteFiles) })
+    );
   }
 
   logs(id: string, rank = 0, tail = 1000): Promise<ILogSnapshot> {

@@ -44,6 +44,35 @@ export function formatDuration(seconds: number): string {
   return rest ? `${d}d ${rest}h` : `${d}d`;
 }
 
+/** A job's progress in a few words: "step 12/50 · 24% · ETA 3m 20s · loss 0.812". */
+export function formatProgress(progress: {
+  step: number;
+  total: number;
+  fraction: number;
+  eta_seconds: number | null;
+  loss: number | null;
+}): string {
+  const parts = [
+    `step ${progress.step}/${progress.total}`,
+    `${Math.floor(progress.fraction * 100)}%`
+  ];
+  if (progress.eta_seconds !== null && progress.fraction < 1) {
+    parts.push(`ETA ${formatDuration(progress.eta_seconds)}`);
+  }
+  if (progress.loss !== null) {
+    parts.push(`loss ${formatLoss(progress.loss)}`);
+  }
+  return parts.join(' · ');
+}
+
+/** A loss with three significant digits, small ones in exponent form. */
+export function formatLoss(loss: number): string {
+  if (loss !== 0 && Math.abs(loss) < 0.001) {
+    return loss.toExponential(2);
+  }
+  return Number(loss.toPrecision(3)).toString();
+}
+
 /** Epoch seconds -> "5m ago" relative to `now` (epoch ms). */
 export function formatAge(
   epochSeconds: number | null,

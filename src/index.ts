@@ -26,7 +26,7 @@ import { jobEndNotice } from './diagnosis';
 import { isSubmittable, joinPath, toPartitionPath } from './format';
 import { clusterIcon } from './icons';
 import { asApiError, HyperpodModel } from './model';
-import { IJob } from './models';
+import { IJob, isFinished } from './models';
 import { DEFAULT_SETTINGS, fromRegistry, VIEWS, ViewName } from './settings';
 
 const PLUGIN_ID = 'jupyter-hyperpod:plugin';
@@ -141,6 +141,98 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
 
+    /** Cancel several jobs after one confirmation. */
+    const cancelJobs = async (jobs: IJob[]): Promise<void> => {
+      const running = jobs.filter(job => !isFinished(job.state));
+      if (running.length === 0) {
+        return;
+      }
+      if (running.length === 1) {
+        await cancelJob(running[0]);
+        return;
+      }
+      const result = await showDialog({
+        title: `Cancel ${running.length} jobs?`,
+        body:
+          `${running.map(job => job.name).join(', ')} will be stopped on the cluster. ` +
+          'This cannot be undone; you can resubmit them later.',
+        buttons: [
+          Dialog.cancelButton({ label: 'Keep them' }),
+          Dialog.warnButton({ label: `Cancel ${running.length} jobs` })
+        ]
+      });
+      if (!result.button.accept) {
+        return;
+      }
+      const failed: string[] = [];
+      for (const job of running) {
+        try {
+          model.upsertJob(await client.cancel(job.id));
+        } catch (error) {
+          failed.push(`${job.name}: ${asApiError(error).message}`);
+        }
+      }
+      void model.refreshJobs();
+      if (failed.length > 0) {
+        Notification.error(`Could not cancel ${failed.join('; ')}`, {
+          autoClose: 8000
+        });
+      }
+    };
+
+    /** Remove jobs from the history, their files kept or deleted as the user chooses. */
+    const removeJobs = async (jobs: IJob[]): Promise<void> => {
+      if (jobs.length === 0) {
+        return;
+      }
+      const names = jobs.length === 1 ? jobs[0].name : `${jobs.length} jobs`;
+      const running = jobs.filter(job => !isFinished(job.state));
+      const result = await showDialog({
+        title: `Remove ${names} from the history?`,
+        body:
+          (jobs.length > 1 ? `${jobs.map(j => j.name).join(', ')}. ` : '') +
+          (running.length > 0
+            ? `${running.length === 1 && jobs.length === 1 ? 'It is' : `${running.length} of them are`} still running and will be cancelled first. `
+            : '') +
+          'Outputs the job wrote in your partition stay where they are.',
+        checkbox: {
+          label:
+            "Also delete the job's logs and launch files (.hyperpod/jobs/…)",
+          caption: 'Otherwise they stay in your partition',
+          checked: false
+        },
+        buttons: [
+          Dialog.cancelButton({ label: 'Keep' }),
+          Dialog.warnButton({ label: 'Remove' })
+        ]
+      });
+      if (!result.button.accept) {
+        return;
+      }
+      const deleteFiles = result.isChecked === true;
+      const failed: string[] = [];
+      for (const job of jobs) {
+        try {
+          await client.forget(job.id, deleteFiles);
+          model.removeJob(job.id);
+          tracker.find(w => w.content.jobId === job.id)?.dispose();
+        } catch (error) {
+          failed.push(`${job.name}: ${asApiError(error).message}`);
+        }
+      }
+      void model.refreshJobs();
+      if (failed.length > 0) {
+        Notification.error(`Could not remove ${failed.join('; ')}`, {
+          autoClose: 8000
+        });
+      } else {
+        Notification.info(
+          `Removed ${names} from the history${deleteFiles ? ' and deleted the files' : '; the files are kept'}.`,
+          { autoClose: 5000 }
+        );
+      }
+    };
+
     const resubmitJob = async (job: IJob) => {
       if (!model.templates) {
         await model.loadTemplates();
@@ -176,6 +268,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openJob: job => openJob(job),
       cancelJob: job => void cancelJob(job),
       resubmitJob: job => void resubmitJob(job),
+      cancelJobs: jobs => void cancelJobs(jobs),
+      removeJobs: jobs => void removeJobs(jobs),
       onSubmitted: job => {
         model.upsertJob(job);
         model.view = 'jobs';

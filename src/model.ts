@@ -262,6 +262,16 @@ export class HyperpodModel implements IDisposable {
     this._changed.emit();
   }
 
+  /** Take a job out of the list (removed from the history). */
+  removeJob(id: string): void {
+    this._states.delete(id);
+    if (this._jobs && this._jobs.some(j => j.id === id)) {
+      this._jobs = this._jobs.filter(j => j.id !== id);
+      this._jobsTotal = Math.max(0, this._jobsTotal - 1);
+      this._changed.emit();
+    }
+  }
+
   get isDisposed(): boolean {
     return this._isDisposed;
   }

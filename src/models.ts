@@ -209,6 +209,26 @@ export interface IJob {
   spec: IJobSpec;
   events: string[];
   mlflow_run_url: string | null;
+  /** Running jobs: how far they are, parsed by the server from what they print. */
+  progress?: IJobProgress | null;
+}
+
+export interface IJobProgress {
+  step: number;
+  total: number;
+  fraction: number;
+  elapsed_seconds: number | null;
+  eta_seconds: number | null;
+  loss: number | null;
+  source: string;
+}
+
+/** What removing a job from the history did. */
+export interface IForgottenJob {
+  id: string;
+  cancelled: boolean;
+  files_deleted: boolean;
+  job_dir: string;
 }
 
 export interface IJobList {

@@ -1,4 +1,10 @@
-import { fireEvent, render, screen, waitFor } from '@testing-library/react';
+import {
+  act,
+  fireEvent,
+  render,
+  screen,
+  waitFor
+} from '@testing-library/react';
 import * as React from 'react';
 
 import { HyperpodClient } from '../api';
@@ -154,6 +160,89 @@ describe('JobsView', () => {
     });
     expect(screen.queryByText('done')).toBeNull();
     expect(screen.getByText('train')).toBeTruthy();
+  });
+});
+
+describe('JobsView: progress, bulk actions', () => {
+  const job = (name: string, state: IJob['state'], extra = {}): IJob =>
+    ({
+      id: `${name}-1`,
+      name,
+      state,
+      created: Date.now() / 1000 - 60,
+      started: null,
+      ended: null,
+      exit_code: null,
+      backend_id: null,
+      state_reason: null,
+      spec: { name, command: ['x.py'] },
+      ...extra
+    }) as IJob;
+
+  it('shows progress and ETA of running jobs, and why pending ones wait', () => {
+    const model = new HyperpodModel({} as HyperpodClient, DEFAULT_SETTINGS);
+    model.upsertJob(
+      job('train', 'RUNNING', {
+        progress: {
+          step: 12,
+          total: 50,
+          fraction: 0.24,
+          elapsed_seconds: 60,
+          eta_seconds: 190,
+          loss: 0.81234,
+          source: 'training'
+        }
+      })
+    );
+    model.upsertJob(
+      job('wait', 'PENDING', { state_reason: 'Resources (Slurm)' })
+    );
+    render(
+      <JobsView
+        model={model}
+        openJob={jest.fn()}
+        cancelJob={jest.fn()}
+        resubmitJob={jest.fn()}
+      />
+    );
+    const bar = screen.getByRole('progressbar');
+    expect(bar.getAttribute('aria-valuenow')).toBe('12');
+    expect(bar.textContent).toBe('step 12/50 · 24% · ETA 3m 10s · loss 0.812');
+    expect(screen.getByText('Resources (Slurm)')).toBeTruthy();
+  });
+
+  it('selects jobs to cancel or remove together', () => {
+    const model = new HyperpodModel({} as HyperpodClient, DEFAULT_SETTINGS);
+    model.upsertJob(job('a', 'RUNNING'));
+    model.upsertJob(job('b', 'FAILED'));
+    model.upsertJob(job('c', 'SUCCEEDED'));
+    const cancelJobs = jest.fn();
+    const removeJobs = jest.fn();
+    render(
+      <JobsView
+        model={model}
+        openJob={jest.fn()}
+        cancelJob={jest.fn()}
+        resubmitJob={jest.fn()}
+        cancelJobs={cancelJobs}
+        removeJobs={removeJobs}
+      />
+    );
+    fireEvent.click(screen.getByLabelText('Select a'));
+    fireEvent.click(screen.getByLabelText('Select b'));
+    expect(screen.getByText('2 selected')).toBeTruthy();
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel 1' }));
+    expect(cancelJobs.mock.calls[0][0].map((j: IJob) => j.name)).toEqual(['a']);
+    fireEvent.click(screen.getByRole('button', { name: 'Remove 2' }));
+    expect(removeJobs.mock.calls[0][0].map((j: IJob) => j.name).sort()).toEqual(
+      ['a', 'b']
+    );
+    fireEvent.click(screen.getByLabelText('Select all jobs shown'));
+    expect(screen.getByText('3 selected')).toBeTruthy();
+    fireEvent.click(screen.getByTitle('Remove c from the history'));
+    expect(removeJobs.mock.calls[1][0].map((j: IJob) => j.name)).toEqual(['c']);
+    act(() => model.removeJob('c-1'));
+    expect(screen.queryByText('c')).toBeNull();
   });
 });
 

@@ -8,6 +8,7 @@ import { IJob, isFinished } from '../models';
 import {
   ErrorMessage,
   IconButton,
+  JobProgress,
   RefreshButton,
   StateBadge,
   useSignal,
@@ -18,6 +19,8 @@ import { failedRank } from '../diagnosis';
 import { JobDiagnosis } from './JobDiagnosis';
 import { LogView } from './LogView';
 import { MetricsView } from './MetricsView';
+import { JobGpuChart } from './GpuBars';
+import { gpuApiFor } from '../gpu';
 import { usePoll } from './usePoll';
 
 export type JobTab = 'details' | 'logs' | 'metrics';
@@ -205,6 +208,7 @@ export function JobView(props: IJobViewProps): JSX.Element {
             ''
           )}
         </span>
+        {job.state === 'RUNNING' && <JobProgress progress={job.progress} />}
         <span className="jp-hyperpod-Spacer" />
         {running && (capabilities?.cancel ?? true) && (
           <IconButton
@@ -296,6 +300,15 @@ export function JobView(props: IJobViewProps): JSX.Element {
                 isVisible={props.isVisible}
               />
             ))}
+          {visited.has('metrics') && (
+            <JobGpuChart
+              api={gpuApiFor(model.client)}
+              jobId={job.id}
+              running={running}
+              refreshInterval={model.settings.refreshInterval}
+              isVisible={props.isVisible}
+            />
+          )}
         </div>
       </div>
     </div>

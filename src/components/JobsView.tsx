@@ -1,6 +1,7 @@
 import {
   caretLeftIcon,
   caretRightIcon,
+  deleteIcon,
   redoIcon,
   stopIcon
 } from '@jupyterlab/ui-components';
@@ -12,6 +13,7 @@ import { IJob, isFinished, JobState } from '../models';
 import {
   ErrorMessage,
   IconButton,
+  JobProgress,
   Loading,
   RefreshButton,
   StateBadge,
@@ -24,6 +26,10 @@ export interface IJobsViewProps {
   openJob: (job: IJob) => void;
   cancelJob: (job: IJob) => void;
   resubmitJob: (job: IJob) => void;
+  /** Cancel several jobs (confirmed once for all). */
+  cancelJobs?: (jobs: IJob[]) => void;
+  /** Remove jobs from the history, files kept or deleted as the user chooses (confirmed). */
+  removeJobs?: (jobs: IJob[]) => void;
 }
 
 const STATES: JobState[] = [
@@ -49,16 +55,31 @@ export function resources(job: IJob): string {
   return parts.join(' · ');
 }
 
-function JobRow(props: IJobsViewProps & { job: IJob }): JSX.Element {
+function JobRow(
+  props: IJobsViewProps & {
+    job: IJob;
+    selected: boolean;
+    onSelect: (selected: boolean) => void;
+  }
+): JSX.Element {
   const { job, model } = props;
   const canCancel =
     !isFinished(job.state) && (model.cluster?.capabilities.cancel ?? true);
   return (
     <li
-      className="jp-hyperpod-JobRow"
+      className={`jp-hyperpod-JobRow ${props.selected ? 'jp-mod-selected' : ''}`}
       data-job={job.name}
       data-state={job.state}
     >
+      {(props.removeJobs || props.cancelJobs) && (
+        <input
+          type="checkbox"
+          className="jp-hyperpod-JobRow-select"
+          checked={props.selected}
+          aria-label={`Select ${job.name}`}
+          onChange={event => props.onSelect(event.target.checked)}
+        />
+      )}
       <button
         className="jp-hyperpod-JobRow-open"
         title={`Open ${job.name}: details, logs and metrics`}
@@ -82,6 +103,19 @@ function JobRow(props: IJobsViewProps & { job: IJob }): JSX.Element {
             <span>exit {job.exit_code}</span>
           )}
         </span>
+        {job.state === 'RUNNING' && job.progress && (
+          <span className="jp-hyperpod-JobRow-line jp-hyperpod-JobRow-sub">
+            <JobProgress progress={job.progress} />
+          </span>
+        )}
+        {job.state === 'PENDING' && job.state_reason && (
+          <span
+            className="jp-hyperpod-JobRow-line jp-hyperpod-JobRow-sub jp-hyperpod-JobRow-why"
+            title={job.state_reason}
+          >
+            {job.state_reason}
+          </span>
+        )}
       </button>
       <span className="jp-hyperpod-JobRow-actions">
         {canCancel && (
@@ -97,6 +131,14 @@ function JobRow(props: IJobsViewProps & { job: IJob }): JSX.Element {
           title={`Resubmit ${job.name} (opens the form prefilled)`}
           onClick={() => props.resubmitJob(job)}
         />
+        {props.removeJobs && (
+          <IconButton
+            icon={deleteIcon}
+            title={`Remove ${job.name} from the history`}
+            className="jp-hyperpod-remove"
+            onClick={() => props.removeJobs?.([job])}
+          />
+        )}
       </span>
     </li>
   );
@@ -119,6 +161,20 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
   const total = model.jobsTotal;
   const offset = model.jobsOffset;
   const pageSize = model.jobsPageSize;
+  // Selected job ids; those no longer listed drop out.
+  const [selected, setSelected] = React.useState<Set<string>>(new Set());
+  const chosen = shown.filter(job => selected.has(job.id));
+  const cancellable = chosen.filter(job => !isFinished(job.state));
+  const select = (job: IJob, on: boolean) => {
+    const next = new Set(selected);
+    if (on) {
+      next.add(job.id);
+    } else {
+      next.delete(job.id);
+    }
+    setSelected(next);
+  };
+  const allSelected = shown.length > 0 && chosen.length === shown.length;
 
   return (
     <div className="jp-hyperpod-View jp-hyperpod-JobsView">
@@ -156,6 +212,53 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
         stale={jobs !== null}
         onRetry={() => void model.refreshJobs()}
       />
+      {(props.removeJobs || props.cancelJobs) && shown.length > 0 && (
+        <div
+          className="jp-hyperpod-BulkBar"
+          role="toolbar"
+          aria-label="Selected jobs"
+        >
+          <label className="jp-hyperpod-BulkBar-all">
+            <input
+              type="checkbox"
+              checked={allSelected}
+              aria-label="Select all jobs shown"
+              onChange={event =>
+                setSelected(
+                  event.target.checked
+                    ? new Set(shown.map(job => job.id))
+                    : new Set()
+                )
+              }
+            />
+            {chosen.length > 0 ? `${chosen.length} selected` : 'Select'}
+          </label>
+          {chosen.length > 0 && props.cancelJobs && (
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-mod-reject jp-hyperpod-BulkBar-cancel"
+              disabled={cancellable.length === 0}
+              onClick={() => {
+                props.cancelJobs?.(cancellable);
+              }}
+            >
+              Cancel {cancellable.length}
+            </button>
+          )}
+          {chosen.length > 0 && props.removeJobs && (
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-mod-warn jp-hyperpod-BulkBar-remove"
+              onClick={() => {
+                props.removeJobs?.(chosen);
+                setSelected(new Set());
+              }}
+            >
+              Remove {chosen.length}
+            </button>
+          )}
+        </div>
+      )}
       {jobs === null ? (
         model.jobsError ? null : (
           <Loading what="jobs" />
@@ -169,7 +272,13 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
       ) : (
         <ul className="jp-hyperpod-JobList" aria-label="Jobs">
           {shown.map(job => (
-            <JobRow key={job.id} job={job} {...props} />
+            <JobRow
+              key={job.id}
+              job={job}
+              {...props}
+              selected={selected.has(job.id)}
+              onSelect={on => select(job, on)}
+            />
           ))}
         </ul>
       )}

@@ -17,6 +17,8 @@ export interface IPanelActions {
   openJob: (job: IJob) => void;
   cancelJob: (job: IJob) => void;
   resubmitJob: (job: IJob) => void;
+  cancelJobs?: (jobs: IJob[]) => void;
+  removeJobs?: (jobs: IJob[]) => void;
   onSubmitted: (job: IJob) => void;
 }
 
@@ -154,6 +156,8 @@ function PanelBody(props: {
                 openJob={actions.openJob}
                 cancelJob={actions.cancelJob}
                 resubmitJob={actions.resubmitJob}
+                cancelJobs={actions.cancelJobs}
+                removeJobs={actions.removeJobs}
               />
             ) : (
               <SubmitView model={model} onSubmitted={actions.onSubmitted} />
