@@ -18,9 +18,10 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import itemgetter
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -275,6 +276,24 @@ class Partition:
                 f"'{relative}' is not UTF-8 text (byte {error.start})", field=field
             ) from None
 
+    def guard(self, path: Path, *, shown: str, field: str | None = None) -> Callable[[int], None]:
+        """A check for a file the server opens by a path it built itself (a job's log): when
+        that path names a place inside the partition, the open descriptor must really be inside,
+        so that a symlink planted in the partition cannot redirect the server's read. Paths the
+        server keeps outside the partition (a backend's spool) are its own and pass."""
+        lexical = Path(os.path.abspath(path))
+
+        def check(fd: int) -> None:
+            if not _inside(lexical, self._real_root):
+                return
+            opened = _descriptor_path(fd)
+            if opened is None:
+                opened = Path(os.path.realpath(lexical))
+            if not _inside(opened, self._real_root):
+                raise PathNotAllowed(f"{shown} points outside your partition", field=field)
+
+        return check
+
     # -- a directory the server creates for a job ---------------------------------------------
     @contextmanager
     def new_directory(self, path: Path, *, shown: str) -> Iterator[Path]:
@@ -404,6 +423,12 @@ def _descriptor_path(fd: int) -> Path | None:
 
 
 # -- template parameters ----------------------------------------------------------------------
+@lru_cache(maxsize=64)
+def _partition_at(root: str) -> Partition:
+    """The partition at a template context's root (its root resolved once)."""
+    return Partition(Path(root))
+
+
 def confine_params(
     root: str | Path, declared: Iterable[TemplateParam], values: dict[str, Any]
 ) -> dict[str, Any]:
@@ -412,7 +437,7 @@ def confine_params(
     `params.<name>` (whether a `must_exist` one exists is the service's check). A leading '/'
     means the partition root, as the templates read it. Returns the values with paths stripped
     of surrounding spaces (the form the templates then use)."""
-    partition = Partition(Path(root))
+    partition = _partition_at(str(root))
     result = dict(values)
     for param in declared:
         value = values.get(param.name)
@@ -429,7 +454,7 @@ def read_yaml(root: str | Path, relative: str, *, field: str) -> Any:
     """A YAML file of the partition, read through the resolver. A syntax error names the line
     and column and what is wrong, never the file's lines."""
     try:
-        text = Partition(Path(root)).read_text(str(relative).strip().lstrip("/"), field=field)
+        text = _partition_at(str(root)).read_text(str(relative).strip().lstrip("/"), field=field)
     except NotFound as error:  # a request field names it: a bad request, not a missing route
         raise InvalidRequest(error.message, field=field) from None
     try:

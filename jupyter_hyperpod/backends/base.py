@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -120,6 +121,8 @@ class FileLogReader(LogReader):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._handle: Any = None
+        self.guard: Callable[[int], None] | None = None
+        """Called with the descriptor once the file is open (the service's partition check)."""
 
     def size(self) -> int:
         try:
@@ -133,6 +136,12 @@ class FileLogReader(LogReader):
                 self._handle = open(self.path, "rb")  # noqa: SIM115 - kept open while following
             except OSError:
                 return b""
+            if self.guard is not None:
+                try:
+                    self.guard(self._handle.fileno())
+                except BaseException:
+                    self.close()
+                    raise
         self._handle.seek(offset)
         return self._handle.read(max_bytes)
 

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..backends import backend_class, create_orchestrator
-from ..backends.base import JobUpdate, Launch, LogReader, Orchestrator, StoredJob
+from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..files import Partition, check_text, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from ..templates.spec import build_spec, parameter_values
@@ -574,7 +574,10 @@ class HyperPodService:
     def log_reader(self, job_id: str, rank: int = 0) -> LogReader:
         job, data = self._get(job_id)
         self._check_rank(job, rank)
-        return self.orchestrator.log_reader(_stored(job, data), rank)
+        reader = self.orchestrator.log_reader(_stored(job, data), rank)
+        if isinstance(reader, FileLogReader):  # a symlink planted in the partition stays inside
+            reader.guard = self.partition.guard(reader.path, shown=f"the log of rank {rank}")
+        return reader
 
     def log_snapshot(self, job_id: str, rank: int = 0, tail: int = 200) -> LogSnapshot:
         if not 0 <= tail <= MAX_TAIL_LINES:
