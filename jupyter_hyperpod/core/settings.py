@@ -12,9 +12,10 @@ import glob
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Enum, Float, Int, Unicode, default
+from traitlets import Enum, Float, Int, TraitError, Type, Unicode, default, validate
 from traitlets.config import Configurable
 
 STUDIO_METADATA = "/opt/ml/metadata/resource-metadata.json"
@@ -22,13 +23,35 @@ STUDIO_FSX_GLOB = "/mnt/custom-file-systems/fsx_lustre/*"
 
 
 class HyperPodSettings(Configurable):
-    orchestrator = Enum(
-        ["auto", "local", "slurm", "kubernetes"],
-        default_value="auto",
+    orchestrator_class = Type(
+        None,
+        klass="jupyter_hyperpod.backends.base.Orchestrator",
+        allow_none=True,
         config=True,
-        help="Which cluster to drive. auto: kubernetes when a kubeconfig context exists, slurm when "
-        "`sinfo` answers, else local (this machine as a one-node cluster).",
+        help="An Orchestrator subclass (or its import string) to drive instead of the built-in "
+        "one `orchestrator` names: a backend from another package. Other backends can also be "
+        "named in `orchestrator` once they declare a `jupyter_hyperpod.backends` entry point.",
     )
+    orchestrator = Unicode(
+        "auto",
+        config=True,
+        help="Which cluster to drive: auto, local, slurm, kubernetes, or the name of another "
+        "backend's `jupyter_hyperpod.backends` entry point. auto: kubernetes when a kubeconfig "
+        "context exists, slurm when `sinfo` answers, else local (this machine as a one-node cluster).",
+    )
+
+    @validate("orchestrator")
+    def _known_orchestrator(self, proposal: Any) -> str:
+        from ..backends import known_backends
+
+        value = str(proposal["value"])
+        known = known_backends()
+        if value != "auto" and value not in known and ":" not in value:
+            raise TraitError(
+                f"orchestrator must be auto or one of {', '.join(known)}, not {value!r}"
+            )
+        return value
+
     shared_fs_root = Unicode(
         "",
         config=True,
