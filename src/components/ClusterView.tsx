@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import { formatMemory } from '../format';
+import { gpuApiFor, gpuByNode, IGpuNode } from '../gpu';
 import { HyperpodModel } from '../model';
 import { INode } from '../models';
 import {
@@ -19,11 +20,12 @@ import {
   useSignal
 } from './common';
 import { AwsConnect } from './AwsConnect';
+import { ClusterGpuSummary, NodeGpuBars, useGpuNodes } from './GpuBars';
 import { VirtualList } from './VirtualList';
 
 const ROW_HEIGHT = 48;
 
-function NodeRow(props: { node: INode }): JSX.Element {
+function NodeRow(props: { node: INode; gpu?: IGpuNode }): JSX.Element {
   const { node } = props;
   const details = [
     node.instance_type,
@@ -54,6 +56,7 @@ function NodeRow(props: { node: INode }): JSX.Element {
           total={node.gpus.total}
           label={`GPUs allocated on ${node.name}`}
         />
+        <NodeGpuBars node={props.gpu} />
       </div>
     </div>
   );
@@ -70,6 +73,12 @@ export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
     [nodes, filter]
   );
   const cluster = model.cluster;
+  const gpuFigures = useGpuNodes(
+    React.useMemo(() => gpuApiFor(model.client), [model.client]),
+    model.settings.refreshInterval,
+    () => model.isVisible()
+  );
+  const gpus = React.useMemo(() => gpuByNode(gpuFigures), [gpuFigures]);
 
   return (
     <div className="jp-hyperpod-View jp-hyperpod-ClusterView">
@@ -111,6 +120,7 @@ export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
             label="GPUs allocated in the cluster"
           />
         </div>
+        <ClusterGpuSummary figures={gpuFigures} />
       </div>
       {cluster?.capabilities.aws_connect && <AwsConnect model={model} />}
       <ErrorMessage
@@ -186,7 +196,7 @@ export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
           rowHeight={ROW_HEIGHT}
           itemKey={node => node.name}
           ariaLabel="Cluster nodes"
-          renderRow={node => <NodeRow node={node} />}
+          renderRow={node => <NodeRow node={node} gpu={gpus.get(node.name)} />}
         />
       )}
     </div>
