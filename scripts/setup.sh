@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything jupyter-hyperpod needs to run and to be tested, on a fresh Debian 12 machine
-# (root): Debian packages (Slurm + munge for the Slurm tests, chromium for the UI tests), the Python
-# package with all extras (torch pinned to the CPU build), and the frontend. Idempotent and quick
-# when everything is already there.
+# What the test suite needs, on a fresh Debian 12 machine: the Debian packages its real services
+# come from (Slurm + munge + slurmdbd + MariaDB for the Slurm tests, chromium for the UI tests;
+# installing them needs root), the project with every extra in its virtual environment
+# (scripts/venv.sh) and the frontend's packages. Idempotent and quick when all is there.
+# The demo (scripts/demo.sh) needs none of the Debian packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,24 +13,20 @@ for package in $APT_PACKAGES; do
   dpkg -s "$package" >/dev/null 2>&1 || missing="$missing $package"
 done
 if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "!! the tests need these Debian packages:$missing (run as root, or: sudo apt-get install$missing)"
+    exit 1
+  fi
   echo "==> apt-get install$missing"
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1 \
     || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $missing >/dev/null; }
 fi
 
-PYTHON=${PYTHON:-python3}
-# torch pinned to the CPU build on local disk; kubernetes below 37.0.2 (its newer release conflicts
-# with botocore and makes pip backtrack for many minutes).
-if ! "$PYTHON" -c "import jupyter_hyperpod, torch, kmock, pytest_jupyter" >/dev/null 2>&1 \
-   || [ pyproject.toml -nt "$("$PYTHON" -c 'import jupyter_hyperpod,os; print(os.path.dirname(jupyter_hyperpod.__file__))' 2>/dev/null || echo /nonexistent)/_version.py" ] \
-   || [ ! -f jupyter_hyperpod/labextension/package.json ]; then
-  echo "==> pip install -e .[all] (builds the labextension)"
-  "$PYTHON" -m pip install -q --disable-pip-version-check "torch==2.13.0" "kubernetes<37.0.2"
-  "$PYTHON" -m pip install -q --disable-pip-version-check -e ".[all]" "torch==2.13.0" "kubernetes<37.0.2"
-fi
-if [ ! -d node_modules/@jupyterlab/builder ]; then
+source scripts/venv.sh
+hyperpod_venv all
+if [ ! -d node_modules/@jupyterlab/builder ] || [ yarn.lock -nt node_modules/.yarn-state.yml ]; then
   echo "==> jlpm install"
   jlpm install >/dev/null
 fi
-echo "==> setup done"
+echo "==> setup done ($HYPERPOD_VENV)"

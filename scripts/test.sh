@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/venv.sh
+hyperpod_venv all   # installed by setup.sh: this only puts the virtual environment first on PATH
 
 status=0
 step() { echo; echo "==> $*"; }
@@ -18,10 +20,10 @@ run mypy
 
 step "Python tests (pytest)"
 set +e
-python3 -m pytest -ra "$@"
+HYPERPOD_STRICT_COLLECTION=1 python -m pytest -ra "$@"
 code=$?
 set -e
-# pytest's exit code 5 (no test collected) is a failure too.
+# Any failure, collection or plugin error (exit 2-4) or no test collected (5) fails the suite.
 [ "$code" -eq 0 ] || { echo "!! pytest exited $code"; status=1; }
 
 step "Frontend lint and unit tests (eslint, prettier, stylelint, jest)"

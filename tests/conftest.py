@@ -6,6 +6,7 @@ same server at their backend.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,25 @@ from traitlets.config import Config
 from .helpers import Api
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+# scripts/test.sh (and so CI) sets this: a test module skipped while it is collected (a missing
+# extra behind `pytest.importorskip`) fails the run instead of quietly dropping its tests.
+STRICT_COLLECTION = os.environ.get("HYPERPOD_STRICT_COLLECTION") == "1"
+_skipped_modules: list[str] = []
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if STRICT_COLLECTION and report.skipped:
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+        _skipped_modules.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _skipped_modules:
+        lines = "\n  ".join(_skipped_modules)
+        print(f"\n!! test modules skipped at collection (install the extras):\n  {lines}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 USER = "alice"
 

@@ -1,0 +1,182 @@
+"""The real package: `python -m build` makes an sdist and a wheel with the production labextension,
+and the wheel, installed (not editable) into a clean virtual environment, runs in `jupyter lab`.
+
+This is what a Studio user gets from `pip install jupyter-hyperpod`: the server extension enabled
+by the wheel's own config file, the labextension listed and served, the API answering.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # `jupyter ... list` colours its words even in a pipe
+
+
+def _source_copy(target: Path) -> Path:
+    """The checkout's files (tracked and new, not ignored), without build outputs."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, listed):
+        source = ROOT / os.fsdecode(name)
+        if not source.is_file():  # deleted in the work tree, not yet committed
+            continue
+        destination = target / os.fsdecode(name)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(source.read_bytes())
+        destination.chmod(source.stat().st_mode)
+    # The frontend's packages, already installed by the setup: `jlpm install` then checks them.
+    (target / "node_modules").symlink_to(ROOT / "node_modules")
+    return target
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run(argv: list[str], **kwargs: object) -> str:
+    result = subprocess.run(argv, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    assert result.returncode == 0, (
+        f"{argv} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    )
+    return ANSI.sub("", str(result.stdout + result.stderr))
+
+
+def _get(url: str, token: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return int(response.status), bytes(response.read())
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("package")
+    source = _source_copy(work / "src")
+    dist = work / "dist"
+    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(source)], timeout=900)
+    sdists = list(dist.glob("jupyter_hyperpod-*.tar.gz"))
+    wheels = list(dist.glob("jupyter_hyperpod-*.whl"))
+    assert len(sdists) == 1 and len(wheels) == 1, sorted(p.name for p in dist.iterdir())
+    return wheels[0]
+
+
+def test_wheel_has_the_prebuilt_labextension_and_the_server_config(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    data = next(n for n in names if ".data/data/" in n).split("/data/")[0] + "/data/"
+    labext = data + "share/jupyter/labextensions/jupyter-hyperpod/"
+    assert labext + "package.json" in names
+    assert labext + "install.json" in names
+    assert any(n.startswith(labext + "static/remoteEntry.") for n in names)
+    assert data + "etc/jupyter/jupyter_server_config.d/jupyter_hyperpod.json" in names
+    package = json.loads(zipfile.ZipFile(wheel).read(labext + "package.json"))
+    assert package["name"] == "jupyter-hyperpod"
+    # A production build: no development source maps shipped.
+    assert not any(n.endswith(".js.map") for n in names if n.startswith(labext))
+
+
+def test_the_wheel_installed_in_a_clean_venv_runs_in_jupyterlab(
+    wheel: Path, tmp_path: Path
+) -> None:
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    python = str(venv / "bin" / "python")
+    # jupyterlab: what Studio (or any JupyterLab) already has; the wheel brings the rest.
+    _run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            str(wheel),
+            "jupyterlab>=4.6,<5",
+        ],
+        timeout=900,
+    )
+    home = tmp_path / "home"
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": str(home),
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "HYPERPOD_FS_ROOT": str(tmp_path / "fsx"),
+    }
+    where = _run(
+        [python, "-c", "import jupyter_hyperpod; print(jupyter_hyperpod.__file__)"],
+        env=env,
+        cwd=tmp_path,
+    )
+    assert where.strip().startswith(str(venv)), f"imported from {where!r}, not the installed wheel"
+    servers = _run(
+        [str(venv / "bin" / "jupyter"), "server", "extension", "list"], env=env, cwd=tmp_path
+    )
+    assert "jupyter_hyperpod enabled" in " ".join(servers.split()), servers
+    labexts = _run([str(venv / "bin" / "jupyter"), "labextension", "list"], env=env, cwd=tmp_path)
+    line = next(line for line in labexts.splitlines() if "jupyter-hyperpod" in line)
+    assert "enabled" in line and "OK" in line, labexts
+
+    port, token = _free_port(), secrets.token_hex(16)
+    server = subprocess.Popen(
+        [
+            str(venv / "bin" / "jupyter"),
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={tmp_path}",
+            "--allow-root",
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                status, body = _get(f"{base}/hyperpod/api/cluster", token)
+                break
+            except OSError:
+                assert server.poll() is None, server.stdout.read() if server.stdout else ""
+                assert time.monotonic() < deadline, "jupyter lab did not answer in 90 s"
+                time.sleep(0.5)
+        assert status == 200
+        cluster = json.loads(body)
+        assert cluster["orchestrator"] in {"local", "slurm"}  # auto: slurm only where sinfo answers
+        # The labextension is served: JupyterLab's page lists it and its entry point loads.
+        status, page = _get(f"{base}/lab", token)
+        config = page.decode()
+        assert status == 200 and '"name": "jupyter-hyperpod"' in config.replace('":"', '": "')
+        entry = json.loads(
+            (venv / "share/jupyter/labextensions/jupyter-hyperpod/package.json").read_text()
+        )["jupyterlab"]["_build"]["load"]
+        status, script = _get(f"{base}/lab/extensions/jupyter-hyperpod/{entry}", token)
+        assert status == 200 and b"jupyter-hyperpod" in script
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
