@@ -142,7 +142,8 @@ export class HyperpodClient {
   }
 
   /**
-   * The WebSocket URL that follows a job's log, with the token as any Jupyter websocket.
+   * The WebSocket URL that follows a job's log, with the token only where JupyterLab's own
+   * websockets carry it (`appendToken`).
    */
   logStreamUrl(
     id: string,
@@ -166,7 +167,10 @@ export class HyperpodClient {
     } else {
       params.offset = offsets.get(rank) ?? 0;
     }
-    if (settings.token) {
+    // As JupyterLab's own sockets: the token goes in the URL only when the settings say so
+    // (another host); on the same host the browser's session cookie authenticates, and a token
+    // in a URL would end up in proxies' access logs.
+    if (settings.appendToken && settings.token) {
       params.token = settings.token;
     }
     return (

@@ -305,6 +305,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     shell.add(panel, 'left', { rank: 600 });
     if (restorer) {
       restorer.add(panel, 'jupyter-hyperpod-panel');
+      // The job tabs open before a reload open again, on the job as it is now.
+      void restorer.restore(tracker, {
+        command: CommandIDs.openJob,
+        args: widget => ({
+          id: widget.content.jobId,
+          tab: 'logs',
+          restoring: true
+        }),
+        name: widget => widget.content.jobId
+      });
     }
 
     if (settingRegistry) {
@@ -418,7 +428,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         try {
           openJob(await client.job(id), (args.tab as JobTab) ?? 'logs');
         } catch (error) {
-          Notification.error(asApiError(error).message, { autoClose: 8000 });
+          const apiError = asApiError(error);
+          // A tab restored after a reload for a job since removed: nothing to say.
+          if (!(args.restoring && apiError.status === 404)) {
+            Notification.error(apiError.message, { autoClose: 8000 });
+          }
         }
       }
     });

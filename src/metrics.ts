@@ -24,3 +24,37 @@ export function sortMetricNames(names: string[]): string[] {
   };
   return [...names].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
+
+/** MLflow's system metrics (`mlflow.system_metrics`) are logged as "system/<name>". */
+export function isSystemMetric(name: string): boolean {
+  return name.startsWith('system/');
+}
+
+/** Training metrics (sorted, loss first) and system metrics (CPU, GPU, memory), apart. */
+export function groupMetricNames(names: string[]): {
+  training: string[];
+  system: string[];
+} {
+  const sorted = sortMetricNames(names);
+  return {
+    training: sorted.filter(name => !isSystemMetric(name)),
+    system: sorted.filter(isSystemMetric)
+  };
+}
+
+/**
+ * Exponential moving average with TensorBoard's debiasing (the first points are not pulled
+ * towards zero); `weight` 0 returns the values unchanged.
+ */
+export function smooth(values: number[], weight: number): number[] {
+  if (weight <= 0) {
+    return [...values];
+  }
+  let last = 0;
+  let count = 0;
+  return values.map(value => {
+    count += 1;
+    last = last * weight + (1 - weight) * value;
+    return last / (1 - Math.pow(weight, count));
+  });
+}

@@ -12,7 +12,8 @@ interface ICall {
 /** A client whose fetch answers from `reply` and records what was asked. */
 function clientWith(
   reply: (call: ICall) => { status: number; body?: unknown; raw?: string },
-  token = 'secret'
+  token = 'secret',
+  appendToken = true
 ): { client: HyperpodClient; calls: ICall[] } {
   const calls: ICall[] = [];
   const fetch = async (input: RequestInfo, init?: RequestInit) => {
@@ -47,7 +48,7 @@ function clientWith(
     fetch: fetch as any,
     Request: (globalThis as any).Request,
     Headers: (globalThis as any).Headers,
-    appendToken: false
+    appendToken
   });
   return { client: new HyperpodClient(settings), calls };
 }
@@ -297,6 +298,15 @@ describe('HyperpodClient', () => {
     ).toBe(
       'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=all&offsets=0%3A7%2C1%3A5&token=secret'
     );
+  });
+
+  it('leaves the token out where JupyterLab does (same host: the cookie)', () => {
+    const { client } = clientWith(() => ({ status: 200 }), 'secret', false);
+    const url = client.logStreamUrl('j1', 0, new Map([[0, 5]]));
+    expect(url).toBe(
+      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=0&offset=5'
+    );
+    expect(url).not.toContain('secret');
   });
 
   it('leaves the token out when there is none', () => {

@@ -1,4 +1,9 @@
-import { metricSeries, sortMetricNames } from '../metrics';
+import {
+  groupMetricNames,
+  metricSeries,
+  smooth,
+  sortMetricNames
+} from '../metrics';
 import { filterNodes, summarizeNodes, visibleRange } from '../nodes';
 import { RankPrefixer } from '../rankprefix';
 import { DEFAULT_SETTINGS, readSettings } from '../settings';
@@ -86,6 +91,32 @@ describe('metrics', () => {
     expect(
       sortMetricNames(['zeta', 'learning_rate', 'eval_loss', 'alpha', 'loss'])
     ).toEqual(['loss', 'eval_loss', 'learning_rate', 'alpha', 'zeta']);
+  });
+
+  it('puts training metrics first and system ones apart', () => {
+    expect(
+      groupMetricNames([
+        'system/gpu_0_utilization_percentage',
+        'tokens_per_second',
+        'loss',
+        'system/cpu_utilization_percentage'
+      ])
+    ).toEqual({
+      training: ['loss', 'tokens_per_second'],
+      system: [
+        'system/cpu_utilization_percentage',
+        'system/gpu_0_utilization_percentage'
+      ]
+    });
+  });
+
+  it('smooths like TensorBoard (debiased EMA), or not at all', () => {
+    expect(smooth([1, 2, 3], 0)).toEqual([1, 2, 3]);
+    const out = smooth([2, 2, 2], 0.9);
+    out.forEach(v => expect(v).toBeCloseTo(2, 10));
+    const [a, b] = smooth([0, 10], 0.5);
+    expect(a).toBe(0);
+    expect(b).toBeCloseTo((0.5 * 0.5 * 0 + 0.5 * 10) / (1 - 0.25), 10);
   });
 });
 

@@ -4,7 +4,7 @@ import uPlot from 'uplot';
 
 import { HyperpodClient } from '../api';
 import { ApiError } from '../handler';
-import { metricSeries, sortMetricNames } from '../metrics';
+import { groupMetricNames, metricSeries, smooth } from '../metrics';
 import { asApiError } from '../model';
 import { IJobMetrics, IMetricPoint } from '../models';
 import { ErrorMessage, Loading } from './common';
@@ -31,12 +31,62 @@ function cssVar(name: string, fallback: string): string {
   );
 }
 
+/** A counter that changes when JupyterLab's theme changes (light/dark, or another theme). */
+export function useThemeKey(): number {
+  const [key, setKey] = React.useState(0);
+  React.useEffect(() => {
+    const watch = new MutationObserver(() => setKey(k => k + 1));
+    watch.observe(document.body, {
+      attributes: true,
+      attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
+    });
+    return () => watch.disconnect();
+  }, []);
+  return key;
+}
+
+/** A metric with one value is a number, not a chart of one dot. */
+function SingleValue(props: {
+  name: string;
+  point: IMetricPoint;
+}): JSX.Element {
+  return (
+    <figure
+      className="jp-hyperpod-Chart jp-mod-single"
+      data-metric={props.name}
+    >
+      <figcaption>
+        <span className="jp-hyperpod-Chart-name">{props.name}</span>
+      </figcaption>
+      <div className="jp-hyperpod-Chart-value">
+        {tickLabel(props.point.value)}
+        <span className="jp-hyperpod-Chart-last">
+          at step {props.point.step}
+        </span>
+      </div>
+    </figure>
+  );
+}
+
 /** One metric's curve, drawn by uPlot and updated in place. */
-function Chart(props: { name: string; points: IMetricPoint[] }): JSX.Element {
+function Chart(props: {
+  name: string;
+  points: IMetricPoint[];
+  smoothing: number;
+  themeKey: number;
+}): JSX.Element {
   const hostRef = React.useRef<HTMLDivElement>(null);
   const plotRef = React.useRef<uPlot | null>(null);
-  const data = React.useMemo(() => metricSeries(props.points), [props.points]);
+  const smoothed = props.smoothing > 0;
+  const data = React.useMemo(() => {
+    const [steps, values] = metricSeries(props.points);
+    return smoothed
+      ? ([steps, values, smooth(values, props.smoothing)] as uPlot.AlignedData)
+      : ([steps, values] as uPlot.AlignedData);
+  }, [props.points, props.smoothing]);
 
+  // Built again when the theme changes (uPlot keeps the colours it was given) or smoothing
+  // is turned on or off (one series more).
   React.useEffect(() => {
     const host = hostRef.current!;
     const width = Math.max(200, host.clientWidth);
@@ -62,12 +112,29 @@ function Chart(props: { name: string; points: IMetricPoint[] }): JSX.Element {
         ],
         series: [
           { label: 'step' },
-          {
-            label: props.name,
-            stroke: cssVar('--jp-brand-color1', '#1976d2'),
-            width: 2,
-            points: { show: data[0].length < 40 }
-          }
+          smoothed
+            ? {
+                label: props.name,
+                stroke: cssVar('--jp-brand-color3', '#90caf9'),
+                width: 1,
+                points: { show: false }
+              }
+            : {
+                label: props.name,
+                stroke: cssVar('--jp-brand-color1', '#1976d2'),
+                width: 2,
+                points: { show: data[0].length < 40 }
+              },
+          ...(smoothed
+            ? [
+                {
+                  label: 'smoothed',
+                  stroke: cssVar('--jp-brand-color1', '#1976d2'),
+                  width: 2,
+                  points: { show: false }
+                }
+              ]
+            : [])
         ]
       },
       data,
@@ -86,7 +153,7 @@ function Chart(props: { name: string; points: IMetricPoint[] }): JSX.Element {
       plot.destroy();
       plotRef.current = null;
     };
-  }, []);
+  }, [props.themeKey, smoothed]);
 
   React.useEffect(() => {
     plotRef.current?.setData(data);
@@ -140,7 +207,24 @@ export function MetricsView(props: {
     props.isVisible
   );
 
-  const names = metrics ? sortMetricNames(Object.keys(metrics.metrics)) : [];
+  const themeKey = useThemeKey();
+  const [smoothing, setSmoothing] = React.useState(0);
+  const names = metrics ? Object.keys(metrics.metrics) : [];
+  const groups = groupMetricNames(names);
+  const chart = (name: string) => {
+    const points = metrics!.metrics[name];
+    return points.length === 1 ? (
+      <SingleValue key={name} name={name} point={points[0]} />
+    ) : (
+      <Chart
+        key={name}
+        name={name}
+        points={points}
+        smoothing={smoothing}
+        themeKey={themeKey}
+      />
+    );
+  };
   return (
     <div className="jp-hyperpod-MetricsView">
       <div className="jp-hyperpod-MetricsHeader">
@@ -153,6 +237,22 @@ export function MetricsView(props: {
           <span />
         )}
         <span className="jp-hyperpod-Spacer" />
+        {names.length > 0 && (
+          <label className="jp-hyperpod-Smoothing">
+            Smoothing
+            <select
+              className="jp-mod-styled"
+              aria-label="Smoothing"
+              value={String(smoothing)}
+              onChange={event => setSmoothing(Number(event.target.value))}
+            >
+              <option value="0">off</option>
+              <option value="0.6">0.6</option>
+              <option value="0.8">0.8</option>
+              <option value="0.95">0.95</option>
+            </select>
+          </label>
+        )}
         {metrics?.run?.url && (
           <a
             className="jp-hyperpod-Link"
@@ -175,11 +275,26 @@ export function MetricsView(props: {
           {metrics.message ?? 'This job has logged no metric yet.'}
         </div>
       ) : (
-        <div className="jp-hyperpod-Charts">
-          {names.map(name => (
-            <Chart key={name} name={name} points={metrics.metrics[name]} />
-          ))}
-        </div>
+        <>
+          {groups.training.length > 0 && (
+            <section aria-label="Training metrics">
+              <h3 className="jp-hyperpod-MetricsGroup">Training</h3>
+              <div className="jp-hyperpod-Charts">
+                {groups.training.map(chart)}
+              </div>
+            </section>
+          )}
+          {groups.system.length > 0 && (
+            <details className="jp-hyperpod-MetricsSystem">
+              <summary className="jp-hyperpod-MetricsGroup">
+                System ({groups.system.length}: CPU, memory, GPU)
+              </summary>
+              <div className="jp-hyperpod-Charts">
+                {groups.system.map(chart)}
+              </div>
+            </details>
+          )}
+        </>
       )}
     </div>
   );
