@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from traitlets import Enum, Float, List, Unicode
+from traitlets import Bool, Enum, Float, List, Unicode
 
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
 from ...core.models import Capabilities, JobState, Node
@@ -71,6 +71,12 @@ class KubernetesOrchestrator(Orchestrator):
         help="PyTorchJob (kubeflow.org/v1) or HyperPodPyTorchJob (sagemaker.amazonaws.com/v1); a job may pick the other.",
     )
     image = Unicode("", config=True, help="Container image for jobs whose spec names none.")
+    run_as_partition_owner = Bool(
+        False,
+        config=True,
+        help="Run the pods as the owner (uid, gid) of the job's partition: securityContext "
+        "runAsUser, runAsGroup and fsGroup, so that what jobs write is the IDE user's.",
+    )
     image_pull_policy = Enum(
         ["Always", "IfNotPresent", "Never"],
         default_value="Always",
@@ -230,6 +236,7 @@ class KubernetesOrchestrator(Orchestrator):
             image_pull_policy=self.image_pull_policy,
             python=getattr(self.settings, "cluster_python", "") or "python3",
             allowed_namespaces=list(self.allowed_namespaces),
+            run_as_partition_owner=self.run_as_partition_owner,
         )
 
     def render(self, launch: Launch) -> RenderedJob:

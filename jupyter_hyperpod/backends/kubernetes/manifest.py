@@ -52,6 +52,8 @@ class ManifestOptions:
     python: str = "python3"
     allowed_namespaces: list[str] = field(default_factory=list)
     extra_labels: dict[str, str] = field(default_factory=dict)
+    run_as_partition_owner: bool = False
+    """Pods run as the owner of the job's partition (securityContext), see admin/owner.py."""
 
 
 def k8s_escape(text: str) -> str:
@@ -190,6 +192,12 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         node_selector[DEEP_HEALTH_LABEL] = "Passed"
     if node_selector:
         pod_spec["nodeSelector"] = node_selector
+    if options.run_as_partition_owner:
+        from ...admin.owner import pod_security_context
+
+        security = pod_security_context(launch.job_dir_local)
+        if security:
+            pod_spec["securityContext"] = security
     pod_spec["containers"] = [container]
     pod_spec["volumes"] = [
         shm_volume,
