@@ -76,7 +76,15 @@ class LocalOrchestrator(Orchestrator):
         """Supervisors this process started (kept to reap them)."""
         self._active: dict[str, Path] = {}
         """Started, unfinished jobs (also those found again after a server restart)."""
-        self._pending: list[str] = []
+        self._store: Any = None
+        self._owner = ""
+
+    def bind_store(self, store: Any, owner: str) -> None:
+        """The queue is the job store (`core/store.py`), shared by every process that opens it
+        (the server, a `--direct` CLI, the magics): a job starts only once its row is claimed
+        there, atomically, so none runs twice and `local_max_parallel_jobs` holds for all of
+        them. `owner` is this service's lease: another live owner's jobs are not ours to start."""
+        self._store, self._owner = store, owner
 
     # -- cluster -------------------------------------------------------------------------
     def cluster_name(self) -> str:
@@ -184,9 +192,8 @@ class LocalOrchestrator(Orchestrator):
             for r in range(launch.spec.world_size)
         ]
         with self._lock:
-            self._pending.append(launch.job_id)
             started = self._start_if_free(launch.job_id, job_dir, launch.spec.gpus_per_node)
-        if started:
+        if isinstance(started, dict):
             return JobUpdate(
                 state=JobState.RUNNING,
                 backend_id=started["pgid"],
@@ -194,19 +201,19 @@ class LocalOrchestrator(Orchestrator):
                 ranks=ranks,
                 data={**data, **started},
             )
-        return JobUpdate(
-            state=JobState.PENDING, state_reason=self._queue_reason(), ranks=ranks, data=data
-        )
+        return JobUpdate(state=JobState.PENDING, state_reason=started, ranks=ranks, data=data)
 
     def _queue_reason(self) -> str:
         limit = self.settings.local_max_parallel_jobs
         return f"waiting for a free slot: {limit} job(s) already running (local_max_parallel_jobs)"
 
     def _running_jobs(self) -> list[dict[str, Any]]:
-        """Launch facts (plus allocated GPUs) of the started, unfinished jobs."""
+        """Launch facts (plus allocated GPUs) of the started, unfinished jobs (of every process
+        that shares the job store)."""
         running = []
         with self._lock:
-            for job_dir in self._active.values():
+            dirs = {job_id: Path(path) for job_id, path in self._shared_running().items()}
+            for job_dir in {**dirs, **self._active}.values():
                 try:
                     launch = json.loads((job_dir / LAUNCH_FILE).read_text(encoding="utf-8"))
                 except (OSError, ValueError):
@@ -214,16 +221,47 @@ class LocalOrchestrator(Orchestrator):
                 running.append(launch | {"gpus": (read_status(job_dir) or {}).get("gpus", [])})
         return running
 
-    def _start_if_free(self, job_id: str, job_dir: Path, gpus_wanted: int) -> dict[str, Any] | None:
-        """Start the oldest pending job if it is job_id and a slot (and its GPUs) are free."""
+    def _shared_running(self) -> dict[str, str]:
+        if self._store is None:
+            return {}
+        return self._store.running_dirs(  # type: ignore[no-any-return]
+            orchestrator=self.kind, cluster=self.cluster_name()
+        )
+
+    def _start_if_free(self, job_id: str, job_dir: Path, gpus_wanted: int) -> dict[str, Any] | str:
+        """Start job_id if its GPUs are free and the store lets us claim it (the oldest pending
+        job, a free slot, ours to start); the facts of the start, or why it waits."""
+        if self._store is None:
+            raise RuntimeError("the local backend starts jobs through a job store (bind_store)")
         running = self._running_jobs()
-        if len(running) >= self.settings.local_max_parallel_jobs or self._pending[:1] != [job_id]:
-            return None
         busy = {index for job in running for index in job.get("gpus", [])}
         free = [index for index, _ in self._gpus if index not in busy]
         if len(free) < gpus_wanted:
-            return None
-        gpus = free[:gpus_wanted]
+            return f"waiting for {gpus_wanted} free GPU(s): {len(free)} free now"
+        waits = self._store.claim_start(
+            job_id,
+            self._owner,
+            orchestrator=self.kind,
+            cluster=self.cluster_name(),
+            limit=self.settings.local_max_parallel_jobs,
+        )
+        if waits is not None:
+            return self._queue_reason() if waits.endswith("already running") else waits
+        try:
+            return self._start(job_id, job_dir, free[:gpus_wanted])
+        except BaseException:
+            # The claim made the row RUNNING: the caller records the failure (FAILED, which
+            # frees the slot); nothing of this start may stay behind.
+            child = self._children.pop(job_id, None)
+            if child is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait(timeout=5)
+            self._active.pop(job_id, None)
+            raise
+
+    def _start(self, job_id: str, job_dir: Path, gpus: list[int]) -> dict[str, Any]:
+        gpus_wanted = len(gpus)
         if gpus_wanted:
             launch_file = job_dir / LAUNCH_FILE
             payload = json.loads(launch_file.read_text(encoding="utf-8"))
@@ -242,19 +280,11 @@ class LocalOrchestrator(Orchestrator):
         supervisor_log.close()
         self._children[job_id] = child
         self._active[job_id] = job_dir
-        self._pending.remove(job_id)
         return {"pgid": str(child.pid), "pid": child.pid, "gpus": gpus}
 
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
         updates: dict[str, JobUpdate] = {}
         with self._lock:
-            for job in sorted(jobs, key=lambda j: j.created):
-                if (
-                    job.state == JobState.PENDING
-                    and job.id not in self._pending
-                    and not job.data.get("pid")
-                ):
-                    self._pending.append(job.id)  # found again after a server restart
             for job in sorted(jobs, key=lambda j: j.created):
                 update = self._refresh_one(job)
                 if update is not None:
@@ -263,10 +293,13 @@ class LocalOrchestrator(Orchestrator):
 
     def _refresh_one(self, job: StoredJob) -> JobUpdate | None:
         job_dir = Path(job.data["job_dir"])
-        if job.id in self._pending:
+        if job.state == JobState.PENDING and not job.data.get("pid"):
+            if not (job_dir / LAUNCH_FILE).exists():
+                reason = "the submission did not complete (its launch file is missing)"
+                return JobUpdate(state=JobState.FAILED, state_reason=reason, ended=time.time())
             started = self._start_if_free(job.id, job_dir, job.spec.gpus_per_node)
-            if not started:
-                return JobUpdate(state_reason=self._queue_reason())
+            if isinstance(started, str):
+                return JobUpdate(state_reason=started)
             return JobUpdate(
                 state=JobState.RUNNING,
                 backend_id=started["pgid"],
@@ -338,8 +371,12 @@ class LocalOrchestrator(Orchestrator):
         job_dir = Path(job.data["job_dir"])
         (job_dir / "cancel").touch()
         with self._lock:
-            if job.id in self._pending:
-                self._pending.remove(job.id)
+            if (
+                job.state == JobState.PENDING
+                and not job.data.get("pid")
+                and self._store is not None
+                and self._store.cancel_pending(job.id)
+            ):
                 write_status(
                     job_dir,
                     {
@@ -353,7 +390,9 @@ class LocalOrchestrator(Orchestrator):
                     state_reason="cancelled before it started",
                     ended=time.time(),
                 )
-        pid = job.data.get("pid")
+        # Started by another process sharing the store since the caller read the job: the
+        # supervisor's own status file names it.
+        pid = job.data.get("pid") or (read_status(job_dir) or {}).get("pid")
         if pid and _pid_alive(pid, job_dir):
             self._signal_group(int(pid), signal.SIGTERM)
             deadline = time.monotonic() + CANCEL_GRACE_SECONDS

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -24,7 +25,14 @@ from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchest
 from ..files import Partition, check_text, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from ..templates.spec import build_spec, parameter_values
-from .errors import AwsDenied, Forbidden, InvalidRequest, NotFound, validation_error
+from .errors import (
+    AwsDenied,
+    Forbidden,
+    HyperPodError,
+    InvalidRequest,
+    NotFound,
+    validation_error,
+)
 from .models import (
     AwsCluster,
     AwsClusterList,
@@ -53,6 +61,8 @@ log = logging.getLogger(__name__)
 
 MAX_TAIL_LINES = 100_000
 FIRST_REFRESH_WAIT = 2.0
+LEASE_SECONDS = 30.0
+"""A service that stopped refreshing this long is gone: its queued local jobs may be adopted."""
 """How long a read waits, once, for the first status refresh of a process that just started."""
 JOBS_DIR = ".hyperpod/jobs"
 
@@ -75,6 +85,10 @@ class HyperPodService:
             or str(self.fs_root)
         )
         self._cluster_name: str | None = None
+        self.owner = f"{socket.gethostname()}:{threading.get_native_id()}:{secrets.token_hex(6)}"
+        """This service's lease in the job store: the local queue starts only its own jobs and
+        those of owners that are gone (core/store.py `claim_start`)."""
+        self._bind_store(self.orchestrator)
         self._refresh_lock = threading.Lock()
         """Held by a status refresh and by a switch of orchestrator: never by a reader."""
         self._youngest: float | None = None
@@ -88,6 +102,7 @@ class HyperPodService:
 
     def close(self) -> None:
         self.tracker.stop()
+        self.store.drop_lease(self.owner)
         self.orchestrator.close()
         self.store.close()
         if self._gpu is not None:
@@ -98,6 +113,7 @@ class HyperPodService:
         override the configured ones). The new backend is built before the old one is closed, so a
         failure leaves the service as it was; jobs stay scoped to their orchestrator and cluster."""
         new = backend_class(kind)(settings=self.settings, **traits)
+        self._bind_store(new)
         with self._refresh_lock:
             old = self.orchestrator
             self.orchestrator = new
@@ -354,26 +370,44 @@ class HyperPodService:
         spec = self.spec_from_body(body)
         job_id = self.new_job_id(spec)
         launch = self._launch(spec, job_id)
-        # Created here, removed again if the backend fails: no half-created job directory, and
-        # a read-only or full file system answers 503 with what to do.
-        with self.partition.new_directory(launch.job_dir_local, shown=f"{JOBS_DIR}/{job_id}"):
-            update = self.orchestrator.submit(launch)
+        # All or nothing: what the backend would refuse is refused before anything is stored or
+        # started (render runs the same checks), then the job is stored, then started. A start
+        # the backend refuses (a typed error: nothing started) leaves no record; any other
+        # failure is recorded as FAILED with its reason, which also frees its slot.
+        self.orchestrator.render(launch)
         job = Job(
             id=job_id,
             name=spec.name,
             user=self.settings.user,
             orchestrator=self.orchestrator.kind,
-            state=update.state or JobState.PENDING,
+            state=JobState.PENDING,
+            state_reason="submitting",
             created=time.time(),
             spec=spec,
         )
-        job = _apply(job, update)
-        self.store.insert(
-            job,
-            self.cluster_name,
-            {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"], **(update.data or {})},
-        )
-        return job
+        data = {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"]}
+        try:
+            self.store.insert(job, self.cluster_name, data)
+        except (UnicodeError, ValueError) as error:
+            raise InvalidRequest(f"the job cannot be stored: {error}") from None
+        self.store.set_owner(job_id, self.owner)
+        try:
+            # Created here, removed again if the backend fails: no half-created job directory,
+            # and a read-only or full file system answers 503 with what to do.
+            with self.partition.new_directory(launch.job_dir_local, shown=f"{JOBS_DIR}/{job_id}"):
+                update = self.orchestrator.submit(launch)
+        except HyperPodError:
+            self.store.delete(job_id)
+            raise
+        except Exception as error:
+            log.exception("the start of job %s failed", job_id)
+            update = JobUpdate(
+                state=JobState.FAILED,
+                state_reason=f"the job could not be started: {error}",
+                ended=time.time(),
+            )
+        self.tracker.nudge(now=True)
+        return self._save(job, data, update)
 
     def refresh(self, *, max_age: float = 0.5) -> None:
         """Refresh now, in this thread, unless one finished less than max_age seconds ago (one
@@ -382,8 +416,16 @@ class HyperPodService:
 
     def _tracked_refresh(self) -> float | None:
         """What the tracker runs: returns the age of the youngest unfinished job (or None)."""
+        self.store.renew_lease(self.owner, max(LEASE_SECONDS, 3 * self.tracker.max_interval))
         self._refresh_once()
         return self._youngest
+
+    def _bind_store(self, orchestrator: Orchestrator) -> None:
+        """Backends that queue jobs themselves (local) queue them in the shared store."""
+        bind = getattr(orchestrator, "bind_store", None)
+        if bind is not None:
+            self.store.renew_lease(self.owner, LEASE_SECONDS)
+            bind(self.store, self.owner)
 
     def _watch(self) -> None:
         """A reader looks at unfinished jobs: refresh soon in the background, never here (but a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -34,7 +35,13 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_by_scope ON jobs (orchestrator, cluster, user, created);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
+CREATE TABLE IF NOT EXISTS leases (
+    owner TEXT PRIMARY KEY,
+    expires REAL NOT NULL
+);
 """
+MIGRATIONS = (("owner", "ALTER TABLE jobs ADD COLUMN owner TEXT"),)
+"""Columns added since the first schema: added to an existing store when it is opened."""
 
 _COLUMNS = (
     "id, name, user, orchestrator, cluster, backend_id, state, state_reason, created, started, "
@@ -55,6 +62,11 @@ class JobStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}
+        for column, statement in MIGRATIONS:
+            if column not in have:
+                with contextlib.suppress(sqlite3.OperationalError):  # another process was first
+                    self._db.execute(statement)
 
     def close(self) -> None:
         with self._lock:
@@ -149,7 +161,6 @@ class JobStore:
             rows = cursor.execute(sql, args).fetchall()
         return [_decode(row) for row in rows], total
 
-
     def everyone(
         self, *, orchestrator: str, cluster: str, states: list[JobState] | None = None
     ) -> list[tuple[Job, str, dict[str, Any]]]:
@@ -164,6 +175,105 @@ class JobStore:
                 f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created, id", args
             ).fetchall()
         return [_decode(row) for row in rows]
+
+    # -- the local queue, shared by every process that opens this store -----------------------
+    def renew_lease(self, owner: str, ttl: float) -> None:
+        """`owner` (one service in one process) is alive for ttl more seconds."""
+        with self._cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO leases (owner, expires) VALUES (?, ?) "
+                "ON CONFLICT(owner) DO UPDATE SET expires = excluded.expires",
+                (owner, time.time() + ttl),
+            )
+
+    def drop_lease(self, owner: str) -> None:
+        with self._cursor() as cursor:
+            cursor.execute("DELETE FROM leases WHERE owner = ?", (owner,))
+
+    def set_owner(self, job_id: str, owner: str) -> None:
+        with self._cursor() as cursor:
+            cursor.execute("UPDATE jobs SET owner = ? WHERE id = ?", (owner, job_id))
+
+    def owner_of(self, job_id: str) -> str | None:
+        with self._cursor() as cursor:
+            row = cursor.execute("SELECT owner FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return row[0] if row else None
+
+    def claim_start(
+        self, job_id: str, owner: str, *, orchestrator: str, cluster: str, limit: int
+    ) -> str | None:
+        """Atomically (one write transaction, whichever process asks) mark a PENDING job
+        RUNNING if it may start now: it is the oldest pending job of the cluster, fewer than
+        `limit` jobs run there, and it is `owner`'s or its owner is gone (lease expired).
+        None when it was claimed; otherwise why it waits."""
+        with self._cursor() as cursor:
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                reason = self._may_start(cursor, job_id, owner, orchestrator, cluster, limit)
+                if reason is None:
+                    cursor.execute(
+                        "UPDATE jobs SET state = 'RUNNING', owner = ?, state_reason = NULL, "
+                        "started = ? WHERE id = ?",
+                        (owner, time.time(), job_id),
+                    )
+                cursor.execute("COMMIT")
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+        return reason
+
+    @staticmethod
+    def _may_start(
+        cursor: sqlite3.Cursor, job_id: str, owner: str, orchestrator: str, cluster: str, limit: int
+    ) -> str | None:
+        row = cursor.execute("SELECT state, owner FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        if row is None or row[0] != JobState.PENDING.value:
+            return "the job is not pending"
+        if row[1] not in (None, owner):
+            alive = cursor.execute(
+                "SELECT 1 FROM leases WHERE owner = ? AND expires > ?", (row[1], time.time())
+            ).fetchone()
+            if alive:
+                return "queued by another process sharing this job store: it starts the job"
+        scope = "orchestrator = ? AND cluster = ?"
+        older = cursor.execute(
+            f"SELECT id FROM jobs WHERE {scope} AND state = 'PENDING' ORDER BY created, id LIMIT 1",
+            (orchestrator, cluster),
+        ).fetchone()
+        if older is not None and older[0] != job_id:
+            return f"job {older[0]} was queued first"
+        running = cursor.execute(
+            f"SELECT COUNT(*) FROM jobs WHERE {scope} AND state = 'RUNNING'",
+            (orchestrator, cluster),
+        ).fetchone()[0]
+        if running >= limit:
+            return f"{running} job(s) already running"
+        return None
+
+    def cancel_pending(self, job_id: str) -> bool:
+        """CANCELLED if it is still PENDING (no process claimed it meanwhile): True if so."""
+        with self._cursor() as cursor:
+            cursor.execute(
+                "UPDATE jobs SET state = 'CANCELLED', state_reason = ?, ended = ? "
+                "WHERE id = ? AND state = 'PENDING'",
+                ("cancelled before it started", time.time(), job_id),
+            )
+            return cursor.rowcount == 1
+
+    def running_dirs(self, *, orchestrator: str, cluster: str) -> dict[str, str]:
+        """job id -> stored `job_dir` of every running job of the cluster (all processes)."""
+        with self._cursor() as cursor:
+            rows = cursor.execute(
+                "SELECT id, data FROM jobs WHERE orchestrator = ? AND cluster = ? "
+                "AND state = 'RUNNING'",
+                (orchestrator, cluster),
+            ).fetchall()
+        found = {}
+        for job_id, data in rows:
+            job_dir = json.loads(data).get("job_dir")
+            if job_dir:
+                found[job_id] = str(job_dir)
+        return found
 
     def backend_ids(self, *, orchestrator: str, cluster: str, user: str) -> dict[str, str]:
         """backend id -> job id of one user's jobs on one cluster (which queue rows are known)."""
