@@ -57,31 +57,7 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error is `{"error": {"code", "message", "field"}}`."""
-        error = kwargs.get("exc_info", (None, None, None))[1]
-        error = as_answer(error) or error
-        if isinstance(error, HyperPodError):
-            body = error.to_dict()
-        elif isinstance(error, web.HTTPError):
-            code = {
-                400: "invalid_request",
-                403: "forbidden",
-                404: "not_found",
-                405: "method_not_allowed",
-            }.get(status_code, "http_error")
-            message = error.log_message or error.reason or self._reason
-            if error.log_message and error.args:
-                message = error.log_message % error.args
-            if status_code == 403 and not error.log_message:
-                message = "not authenticated: log in to Jupyter or pass its token"
-            body = {"code": code, "message": message, "field": None}
-        else:
-            body = {
-                "code": "internal_error",
-                "message": "unexpected server error (see the server log)",
-                "field": None,
-            }
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"error": body}))
+        write_json_error(self, status_code, kwargs.get("exc_info", (None, None, None))[1])
 
     def send(self, value: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -111,6 +87,36 @@ class HyperPodAPIHandler(ServiceMixin, ExtensionHandlerMixin, APIHandler):
             self.send_error(error.status, exc_info=(type(error), error, error.__traceback__))
             return
         super()._handle_request_exception(error)  # type: ignore[arg-type]
+
+
+def write_json_error(
+    handler: web.RequestHandler, status_code: int, error: BaseException | None
+) -> None:
+    """The one error body of every route, REST and WebSocket (before the upgrade)."""
+    error = as_answer(error) or error
+    if isinstance(error, HyperPodError):
+        body = error.to_dict()
+    elif isinstance(error, web.HTTPError):
+        code = {
+            400: "invalid_request",
+            403: "forbidden",
+            404: "not_found",
+            405: "method_not_allowed",
+        }.get(status_code, "http_error")
+        message = error.log_message or error.reason or handler._reason
+        if error.log_message and error.args:
+            message = error.log_message % error.args
+        if status_code == 403 and not error.log_message:
+            message = "not authenticated: log in to Jupyter or pass its token"
+        body = {"code": code, "message": message, "field": None}
+    else:
+        body = {
+            "code": "internal_error",
+            "message": "unexpected server error (see the server log)",
+            "field": None,
+        }
+    handler.set_header("Content-Type", "application/json")
+    handler.finish(json.dumps({"error": body}))
 
 
 def as_answer(error: BaseException | None) -> HyperPodError | None:
@@ -322,6 +328,10 @@ class LogStreamHandler(
     def set_default_headers(self) -> None:
         """WebSockets take no HTML security headers."""
 
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """A refusal before the upgrade (no token, not a WebSocket request) is the JSON error."""
+        write_json_error(self, status_code, kwargs.get("exc_info", (None, None, None))[1])
+
     async def pre_get(self) -> None:
         authorized_user = await ensure_async(
             self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE)
@@ -332,6 +342,9 @@ class LogStreamHandler(
     @ws_authenticated
     async def get(self, *args: Any, **kwargs: Any) -> None:
         await self.pre_get()
+        if self.request.headers.get("Upgrade", "").lower() != "websocket":
+            # Tornado would answer a plain-text 400: say it in the documented JSON instead.
+            raise web.HTTPError(400, 'this route is a WebSocket: send "Upgrade: websocket"')
         await super().get(*args, **kwargs)
 
     async def open(self, job_id: str) -> None:  # type: ignore[override]

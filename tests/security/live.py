@@ -37,6 +37,8 @@ class LiveServer:
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = work / f"server-{self.port}.log"
+        self.extra_env: dict[str, str] = {}
+        """Set in the server's environment (a PATH with no programs, AWS on loopback...)."""
 
     @property
     def url(self) -> str:
@@ -60,6 +62,7 @@ class LiveServer:
             "JUPYTER_RUNTIME_DIR": str(self.work / "jupyter-runtime"),
             "JUPYTER_PLATFORM_DIRS": "1",
             "AWS_EC2_METADATA_DISABLED": "true",
+            **self.extra_env,
         }
         command = [
             *self.prefix,
