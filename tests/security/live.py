@@ -39,12 +39,14 @@ class LiveServer:
         self.log_path = work / f"server-{self.port}.log"
         self.extra_env: dict[str, str] = {}
         """Set in the server's environment (a PATH with no programs, AWS on loopback...)."""
+        self.extra_config: dict[str, Any] = {}
+        """More configuration sections (e.g. `KubernetesOrchestrator`)."""
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60) -> LiveServer:
+    def start(self, timeout: float = 60, *, ready_route: str = "cluster") -> LiveServer:
         config_dir = self.work / "jupyter-config"
         config_dir.mkdir(parents=True, exist_ok=True)
         (config_dir / "jupyter_server_config.json").write_text(
@@ -52,6 +54,7 @@ class LiveServer:
                 {
                     "ServerApp": {"jpserver_extensions": {"jupyter_hyperpod": True}},
                     "HyperPodApp": self.hyperpod,
+                    **self.extra_config,
                 }
             )
         )
@@ -87,7 +90,7 @@ class LiveServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log_path.read_text()[-3000:]}")
             try:
-                if self.request("GET", "cluster")[0] == 200:
+                if self.request("GET", ready_route)[0] == 200:
                     return self
             except OSError:
                 pass
