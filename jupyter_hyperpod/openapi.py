@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from .core.api import Diagnosis
 from .core.models import (
     AwsClusterList,
     AwsConnectRequest,
@@ -32,8 +31,8 @@ from .core.models import (
     TemplateInfo,
     TemplateSubmission,
 )
-from .gpu.models import GpuNodes, JobGpu
 from .core.queue import AdoptRequest, QueueLogs, QueuePage
+from .gpu.models import GpuNodes, JobGpu
 
 VERSION = "1.0.0"
 
@@ -48,7 +47,6 @@ class TemplateList(BaseModel):
 
 MODELS: list[type[BaseModel]] = [
     ClusterInfo,
-    Diagnosis,
     NodeList,
     AwsClusterList,
     AwsConnectRequest,
@@ -121,19 +119,6 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "The cluster, the user, the partition and what the backend can do",
                 "responses": {"200": _json(ClusterInfo, "Cluster"), **_errors(503)},
-            }
-        },
-        "/diagnose": {
-            "get": {
-                "summary": "The login-node checks, run by the server where it runs",
-                "description": (
-                    "What `jupyter hyperpod doctor` shows: what the server uses (orchestrator, file "
-                    "system root, partition, in the words of `GET cluster`), the backend's own checks "
-                    "(Slurm commands and controller, kubeconfig, API server, CRDs, FSx claim), AWS "
-                    "and MLflow; each pass, warn, fail or skip with its fix. A failed check is a "
-                    "result (200), not an error."
-                ),
-                "responses": {"200": _json(Diagnosis, "Checks")},
             }
         },
         "/nodes": {

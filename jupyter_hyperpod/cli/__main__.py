@@ -1,7 +1,0 @@
-"""`python -m jupyter_hyperpod.cli`."""
-
-import sys
-
-from . import main
-
-sys.exit(main())
