@@ -12,7 +12,7 @@ from tornado.websocket import websocket_connect
 
 from jupyter_hyperpod.app import ROUTES
 
-from .helpers import Api, log_text
+from ..helpers import Api, log_text
 
 SAMPLE_ID = "some-job-abc123"
 
