@@ -82,6 +82,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         400: "Invalid request: `error.field` names the input to fix",
         403: "Not authenticated, or a path outside the partition",
         404: "No such job or path",
+        409: "The job belongs to another cluster than the connected one (code not_connected)",
         503: "The cluster (slurmctld, the Kubernetes API) cannot be reached now",
         502: "AWS refused the call: the message names it",
     }
@@ -252,7 +253,7 @@ def _paths() -> dict[str, Any]:
                             }
                         },
                     },
-                    **_errors(400, 404, 503),
+                    **_errors(400, 404, 409, 503),
                 },
             },
         },
@@ -268,7 +269,10 @@ def _paths() -> dict[str, Any]:
                         "Lines",
                     ),
                 ],
-                "responses": {"200": _json(LogSnapshot, "Log tail"), **_errors(400, 404, 503)},
+                "responses": {
+                    "200": _json(LogSnapshot, "Log tail"),
+                    **_errors(400, 404, 409, 503),
+                },
             },
         },
         "/jobs/{job_id}/logs/stream": {
@@ -279,8 +283,11 @@ def _paths() -> dict[str, Any]:
                     "Upgrade to a WebSocket. Query: rank (number or 'all'), offset (bytes already received), "
                     "offsets=0:123,1:456 with rank=all. Text frames (JSON): {type: status, state, reason}, "
                     "{type: data, rank, offset (after this chunk), data}, {type: heartbeat, time}, "
-                    "{type: end, state, exit_code}. Close codes: 1000 job ended (reason 'job <STATE>'), "
-                    "4000 bad request, 4004 no such job, 4503 cluster unreachable (retry), 1011 server error."
+                    "{type: end, state, exit_code}, {type: error, code, message, field, close}. "
+                    "Close codes (docs/log-protocol.json, with whether to retry): 1000 job ended "
+                    "(reason 'job <STATE>'), 1001 going away, 1011 server error (retry a few times), "
+                    "4000 bad request, 4003 forbidden, 4004 no such job, 4009 job of another "
+                    "cluster, 4503 cluster unreachable (retry)."
                 ),
                 "parameters": [
                     _query("rank", {"type": "string", "default": "0"}, "Rank number or 'all'"),
@@ -298,7 +305,7 @@ def _paths() -> dict[str, Any]:
             "parameters": [JOB_ID_PARAM],
             "get": {
                 "summary": "The job's MLflow metric histories (empty when none)",
-                "responses": {"200": _json(JobMetrics, "Metrics"), **_errors(404)},
+                "responses": {"200": _json(JobMetrics, "Metrics"), **_errors(404, 409)},
             },
         },
         "/gpu/nodes": {

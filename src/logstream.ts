@@ -90,6 +90,11 @@ export const CLOSE_CODES: Record<number, ICloseCode> = {
   4000: { retry: 'never', message: 'The server refused the log request.' },
   4003: { retry: 'never', message: 'You may not read this log.' },
   4004: { retry: 'never', message: 'This job no longer exists.' },
+  4009: {
+    retry: 'never',
+    message:
+      'The job belongs to another cluster than the one the server is connected to.'
+  },
   4503: {
     retry: 'backoff',
     message: 'The cluster cannot be reached right now.'

@@ -11,7 +11,7 @@ from traitlets import TraitError
 
 from jupyter_hyperpod.backends import BUILTIN, backend_class, known_backends
 from jupyter_hyperpod.backends.local import LocalOrchestrator
-from jupyter_hyperpod.core.errors import InvalidRequest
+from jupyter_hyperpod.core.errors import InvalidRequest, NotConnected
 from jupyter_hyperpod.core.service import HyperPodService
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
@@ -55,3 +55,51 @@ def test_the_pyproject_declares_the_builtin_entry_points() -> None:
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     declared = project["project"]["entry-points"]["jupyter_hyperpod.backends"]
     assert declared == BUILTIN
+
+
+class OtherMachine(LocalOrchestrator):
+    """Another cluster of the same kind (what `aws/connect` to a second EKS cluster is)."""
+
+    def cluster_name(self) -> str:
+        return "other-machine"
+
+
+def test_a_job_stays_bound_to_its_cluster(hyperpod_config: dict[str, Any], partition: Path) -> None:
+    (partition / "wait.py").write_text("import time\ntime.sleep(60)\n")
+    service = HyperPodService(HyperPodSettings(**hyperpod_config))
+    try:
+        job = service.submit({"name": "bound", "command": ["wait.py"]})
+        assert job.state.value == "RUNNING" and job.backend_id
+        home = service.cluster_name
+        service.use_orchestrator(f"{__name__}:OtherMachine")
+        assert service.cluster_name == "other-machine"
+
+        with pytest.raises(NotConnected, match=f"cluster '{home}'"):
+            service.cancel(job.id)  # never sent to the cluster we are connected to now
+        with pytest.raises(NotConnected):
+            service.log_reader(job.id, 0)
+        assert _alive(int(job.backend_id)), "the job keeps running where it was"
+        record = service.job(job.id)
+        assert record.state.value == "RUNNING" and "connect to" in (record.stale_reason or "")
+        assert job.id not in [j.id for j in service.jobs().jobs]
+
+        service.use_orchestrator("local")
+        assert service.cancel(job.id).state.value == "CANCELLED"
+        assert not _alive(int(job.backend_id))
+    finally:
+        service.close()
+
+
+def _alive(pgid: int) -> bool:
+    """A process of the group still runs (zombies, not yet reaped by this process, do not)."""
+    import os
+
+    import psutil
+
+    for process in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False

@@ -47,6 +47,7 @@ def test_errors_map_to_their_close_codes() -> None:
         errors.Forbidden("x"): (4003, "never"),
         errors.PathNotAllowed("x"): (4003, "never"),
         errors.NotFound("x"): (4004, "never"),
+        errors.NotConnected("x"): (4009, "never"),
         errors.BackendUnavailable("x"): (4503, "backoff"),
         errors.BackendError("x"): (1011, "limited"),
         RuntimeError("x"): (1011, "limited"),

@@ -1,30 +1,36 @@
 """QLoRA + FSDP tokens/s and peak GPU memory on a randomly initialised Qwen2 (GPU machine).
 
-One command, about 6-9 minutes on one H200 (no hub access needed):
+One command, about 8-12 minutes on one H200 (no hub access needed):
 
-    python bench/gpu/qlora_fsdp.py            # from the repository root
-    python bench/gpu/qlora_fsdp.py --check    # prerequisites only
+    python bench/gpu/qlora_fsdp.py                     # from the repository root
+    python bench/gpu/qlora_fsdp.py --check             # prerequisites only
+    python bench/gpu/qlora_fsdp.py --correctness-only  # the #1945 checks only (2-4 minutes)
 
 It builds a ~1.5B-parameter Qwen2 (Qwen2.5-1.5B shape: hidden 1536, 28 layers, vocab 151936) with
 random weights in bf16 on local disk, then runs the real training entry point
 (`python -m jupyter_hyperpod.training train`) under torchrun on every visible GPU, once per case:
 
-  qlora-fsdp          NF4 + double quant, bf16 compute and storage, FSDP full_shard auto_wrap
-  qlora-fsdp-offload  the seed's options: full_shard auto_wrap offload (CPU offload)
-  lora-fsdp           bf16 base, no quantization, FSDP full_shard auto_wrap (reference)
+  qlora-fsdp               NF4 + double quant, bf16 compute and storage, FSDP full_shard auto_wrap
+  qlora-fsdp-fp32-storage  the same with the 4-bit weights stored as float32 (FSDP leaves the
+                           parameters uncast): the way around bitsandbytes #1945 if it bites
+  qlora-fsdp-offload       the seed's options: full_shard auto_wrap offload (CPU offload)
+  lora-fsdp                bf16 base, no quantization, FSDP full_shard auto_wrap (reference)
 
 each with gradient checkpointing, sequence packing to 2048 tokens, batch 2 per GPU, LoRA r 8 on
 all linear layers. Prints tokens/s (median of steady steps, all GPUs), step time and peak memory
-(rank 0, torch.cuda.max_memory_allocated), and writes the table as JSON to $OUT (or /tmp).
+(rank 0, torch.cuda.max_memory_allocated) and, for each 4-bit case, the correctness check of
+bitsandbytes #1945: the largest |logits difference| on one batch with and without FSDP
+(`python -m jupyter_hyperpod.training fsdp-check`), then which storage to use; writes the table
+as JSON to $OUT (or /tmp).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,9 +69,17 @@ SHAPES = {
 
 CASES = {
     "qlora-fsdp": {"quantization": "nf4", "fsdp": "full_shard auto_wrap"},
+    "qlora-fsdp-fp32-storage": {
+        "quantization": "nf4",
+        "fsdp": "full_shard auto_wrap",
+        "quant_storage": "float32",
+    },
     "qlora-fsdp-offload": {"quantization": "nf4", "fsdp": "full_shard auto_wrap offload"},
     "lora-fsdp": {"quantization": "none", "fsdp": "full_shard auto_wrap"},
 }
+# Logits of the same batch with and without FSDP differ by at most this (bf16 rounding of
+# identical weights gives 0 here); more means sharding changed the model: bitsandbytes #1945.
+TOLERANCE = 1e-2
 
 
 def check() -> list[str]:
@@ -101,8 +115,9 @@ def check() -> list[str]:
             problems.append(f"bitsandbytes 4-bit does not run on this GPU: {why}")
     except Exception as error:
         problems.append(f"cannot check bitsandbytes: {error}")
-    if shutil.which("torchrun") is None:
-        problems.append("torchrun not on PATH (python -m torch.distributed.run is used instead)")
+    # Cases run `sys.executable -m torch.distributed.run`: no torchrun on PATH needed.
+    if importlib.util.find_spec("torch.distributed.run") is None:
+        problems.append("torch.distributed.run is missing from this torch")
     return problems
 
 
@@ -134,6 +149,42 @@ def build_model(target: Path, shape: dict) -> float:
     return count
 
 
+def launcher(gpus: int) -> list[str]:
+    """torchrun through this interpreter (`python -m torch.distributed.run`): no PATH needed."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={gpus}",
+        "-m",
+        "jupyter_hyperpod.training",
+    ]
+
+
+def correctness(config_file: Path, options: dict, env: dict, gpus: int, log: Path) -> dict:
+    """Same batch, same weights, FSDP vs no FSDP: max |logits difference| (`fsdp-check`)."""
+    storage = options.get("quant_storage", "auto")
+    command = [*launcher(gpus), "fsdp-check", "--config", str(config_file), "--storage", storage]
+    with log.open("w") as handle:
+        try:
+            code = subprocess.run(
+                command, env=env, stdout=handle, stderr=subprocess.STDOUT, timeout=300, check=False
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = "timeout"
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("{")]
+    if code != 0 or not lines:
+        tail = " | ".join(log.read_text(errors="replace").splitlines()[-8:])[-600:]
+        return {"fsdp_max_abs_diff": None, "fsdp_check": f"failed (exit {code}): {tail}"}
+    result = json.loads(lines[-1])
+    if storage in result.get("errors", {}):
+        return {"fsdp_max_abs_diff": None, "fsdp_check": result["errors"][storage]}
+    diff = result["max_abs_diff"][storage]
+    verdict = "ok" if diff <= TOLERANCE else "MISMATCH (bitsandbytes #1945?)"
+    return {"fsdp_max_abs_diff": diff, "fsdp_check": verdict}
+
+
 def run_case(
     name: str,
     options: dict,
@@ -143,6 +194,7 @@ def run_case(
     steps: int,
     gpus: int,
     timeout: float,
+    train: bool = True,
 ) -> dict:
     import yaml
 
@@ -187,18 +239,13 @@ def run_case(
         "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
     }
     env.pop("MLFLOW_TRACKING_URI", None)
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={gpus}",
-        "-m",
-        "jupyter_hyperpod.training",
-        "train",
-        "--config",
-        str(config_file),
-    ]
+    row: dict = {"case": name}
+    if options["quantization"] == "nf4":
+        row.update(correctness(config_file, options, env, gpus, work / f"{name}-check.log"))
+    if not train:
+        row["error"] = "not trained (--correctness-only)"
+        return row
+    command = [*launcher(gpus), "train", "--config", str(config_file)]
     started = time.time()
     log = work / f"{name}.log"
     with log.open("w") as handle:
@@ -213,7 +260,7 @@ def run_case(
             ).returncode
         except subprocess.TimeoutExpired:
             code = "timeout"
-    row: dict = {"case": name, "seconds": round(time.time() - started, 1)}
+    row["seconds"] = round(time.time() - started, 1)
     results_file = out / "train_results.json"
     if code != 0 or not results_file.is_file():
         tail = log.read_text(errors="replace").splitlines()[-25:]
@@ -235,9 +282,30 @@ def run_case(
     return row
 
 
+def verdict_1945(rows: list[dict]) -> str:
+    """Which 4-bit storage to use, from the FSDP-vs-unsharded checks of this run."""
+    by_case = {row["case"]: row.get("fsdp_max_abs_diff") for row in rows}
+    bf16, fp32 = by_case.get("qlora-fsdp"), by_case.get("qlora-fsdp-fp32-storage")
+    if bf16 is None:
+        return "bitsandbytes #1945: not checked (the bf16-storage case did not run)"
+    if bf16 <= TOLERANCE:
+        return f"bitsandbytes #1945: not seen here (bf16 storage, diff {bf16:.2e}): keep auto"
+    if fp32 is not None and fp32 <= TOLERANCE:
+        return (
+            f"bitsandbytes #1945 bites (bf16 storage diff {bf16:.2e}, float32 {fp32:.2e}): "
+            "set quant_storage: float32"
+        )
+    return f"bitsandbytes #1945 bites (bf16 storage diff {bf16:.2e}) and float32 did not fix it"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only check the prerequisites")
+    parser.add_argument(
+        "--correctness-only",
+        action="store_true",
+        help="only the FSDP vs unsharded logits checks of the 4-bit cases (no training)",
+    )
     parser.add_argument("--shape", choices=sorted(SHAPES), default="1.5b")
     parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated subset")
@@ -268,26 +336,46 @@ def main() -> int:
     )
     rows = []
     for name in [c.strip() for c in args.cases.split(",") if c.strip()]:
+        if args.correctness_only and CASES[name]["quantization"] != "nf4":
+            continue
         row = run_case(
-            name, CASES[name], work / "model", data, work, args.steps, gpus, args.case_timeout
+            name,
+            CASES[name],
+            work / "model",
+            data,
+            work,
+            args.steps,
+            gpus,
+            args.case_timeout,
+            train=not args.correctness_only,
         )
         rows.append(row)
         print(json.dumps(row), flush=True)
 
     print()
-    print(f"{'case':<22}{'tokens/s':>12}{'s/step':>9}{'peak GiB':>10}{'loss':>9}  notes")
+    print(
+        f"{'case':<26}{'tokens/s':>12}{'s/step':>9}{'peak GiB':>10}{'loss':>9}"
+        f"{'FSDP diff':>11}  notes"
+    )
     for row in rows:
+        diff = row.get("fsdp_max_abs_diff")
+        shown = "-" if diff is None else f"{diff:.2e}"
+        verdict = row.get("fsdp_check", "")
         if "error" in row:
             print(
-                f"{row['case']:<22}{'-':>12}{'-':>9}{'-':>10}{'-':>9}  FAILED: {row['error'][:300]}"
+                f"{row['case']:<26}{'-':>12}{'-':>9}{'-':>10}{'-':>9}{shown:>11}  "
+                f"FAILED: {row['error'][:300]} {verdict[:200]}"
             )
             continue
         notes = f"{row['quantization']}, {row['parallelism']}, offload={row['cpu_offload']}"
+        if verdict:
+            notes += f", FSDP check {verdict[:200]}"
         print(
-            f"{row['case']:<22}{row['tokens_per_second'] or 0:>12,.0f}"
+            f"{row['case']:<26}{row['tokens_per_second'] or 0:>12,.0f}"
             f"{row['step_seconds'] or 0:>9.3f}{row['peak_memory_gib'] or 0:>10.2f}"
-            f"{row['final_loss']:>9.3f}  {notes}"
+            f"{row['final_loss']:>9.3f}{shown:>11}  {notes}"
         )
+    print(verdict_1945(rows))
     out_dir = Path(os.environ.get("OUT") or work)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "gpu_bench.json").write_text(

@@ -53,6 +53,13 @@ class Conflict(HyperPodError):
     code = "conflict"
 
 
+class NotConnected(Conflict):
+    """The job belongs to a cluster this server is not connected to (after a switch): nothing
+    is sent to the connected one in its name."""
+
+    code = "not_connected"
+
+
 class BackendUnavailable(HyperPodError):
     """The orchestrator (slurmctld, the Kubernetes API, AWS) cannot be reached right now."""
 

@@ -83,6 +83,13 @@ CLOSE_CODES: tuple[CloseCode, ...] = (
     CloseCode(4003, "forbidden", "never", "You may not read this log.", "forbidden"),
     CloseCode(4004, "not_found", "never", "This job no longer exists.", "not_found"),
     CloseCode(
+        4009,
+        "not_connected",
+        "never",
+        "The job belongs to another cluster than the one the server is connected to.",
+        "not_connected",
+    ),
+    CloseCode(
         4503,
         "unavailable",
         "backoff",
@@ -104,6 +111,8 @@ def close_for(error: BaseException) -> CloseCode:
             return CLOSE["forbidden"]
         if error.status == 404:
             return CLOSE["not_found"]
+        if error.code == "not_connected":
+            return CLOSE["not_connected"]
         if error.status == 503:
             return CLOSE["unavailable"]
     return CLOSE["server_error"]

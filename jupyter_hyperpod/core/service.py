@@ -30,6 +30,7 @@ from .errors import (
     Forbidden,
     HyperPodError,
     InvalidRequest,
+    NotConnected,
     NotFound,
     validation_error,
 )
@@ -504,19 +505,38 @@ class HyperPodService:
             )
         )
 
-    def _get(self, job_id: str) -> tuple[Job, dict[str, Any]]:
+    def _get(self, job_id: str, *, connected: bool = True) -> tuple[Job, dict[str, Any]]:
+        """The stored job and its backend data. A job is bound to the cluster it was submitted
+        to: unless `connected` is False (reading its record), one of another cluster than the
+        connected one raises NotConnected, so that nothing reaches the wrong cluster."""
         check_text(job_id, field="id", what="the job id")  # what the store cannot even look up
         found = self.store.get(job_id)
-        if (
-            found is None
-            or found[0].user != self.settings.user
-            or found[0].orchestrator != self.orchestrator.kind
-        ):
+        if found is None or found[0].user != self.settings.user:
             raise NotFound(f"no job '{job_id}' on this cluster", field="id")
-        return found[0], found[2]
+        job, cluster, data = found
+        if connected and self._elsewhere(job, cluster):
+            raise NotConnected(self._elsewhere(job, cluster) or "", field="id")
+        return job, data
+
+    def _elsewhere(self, job: Job, cluster: str) -> str | None:
+        """Why a job is not on the connected cluster (None when it is)."""
+        if job.orchestrator == self.orchestrator.kind and cluster == self.cluster_name:
+            return None
+        return (
+            f"job '{job.id}' belongs to the {job.orchestrator} cluster '{cluster}', and this "
+            f"server is connected to the {self.orchestrator.kind} cluster '{self.cluster_name}': "
+            f"connect to '{cluster}' again to follow, cancel or read it"
+        )
 
     def job(self, job_id: str) -> Job:
-        job, data = self._get(job_id)
+        job, data = self._get(job_id, connected=False)
+        found = self.store.get(job_id)
+        elsewhere = self._elsewhere(job, found[1]) if found else None
+        if elsewhere:
+            # Its record, as last seen: no refresh reaches a cluster we are not connected to.
+            if job.state.finished:
+                return job
+            return job.model_copy(update={"stale_reason": elsewhere, "stale_since": job.started})
         if not job.state.finished:
             self._watch()
             job, data = self._get(job_id)

@@ -1,7 +1,8 @@
 """`evaluate`: ROUGE-1/2/L/Lsum of the fine-tuned model vs its base model on the test split.
 
 Runs `python -m jupyter_hyperpod.training evaluate --config <file>` with the training job's
-config, and logs into that training job's MLflow run.
+config: the merged model (or base + adapter) against the base, both in full precision, as the
+seed's evaluation does; logs into that training job's MLflow run.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ EVAL_OVERRIDES = [
         minimum=1,
         maximum=32768,
         group="training",
+        description="Generation length (default: the longest test answer + 10%, so that long "
+        "reasoning is not cut)",
     ),
     TemplateParam(
         name="eval_base", title="Also score the base model", type="boolean", group="training"
@@ -91,8 +94,10 @@ TEMPLATE = Template(
     info=TemplateInfo(
         name="evaluate",
         title="Evaluate (ROUGE)",
-        description="ROUGE-1/2/L/Lsum of the fine-tuned model and of the base model on the test "
-        "split (greedy decoding), written as JSON and logged to the training run in MLflow.",
+        description="ROUGE-1/2/L/Lsum of the fine-tuned model (merged, or base + adapter) and "
+        "of the base model, both in full precision, on the test split (greedy decoding, long "
+        "enough for the longest answer), written as JSON and logged to the training run in "
+        "MLflow.",
         params=PARAMS,
     ),
     build=build,

@@ -38,6 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="override a config key (repeatable)",
         )
+    check = steps.add_parser(
+        "fsdp-check", help="4-bit layers' outputs with and without FSDP2 (bitsandbytes #1945)"
+    )
+    check.add_argument("--config", "-c", help="check this config's model (default: synthetic)")
+    check.add_argument("--set", dest="overrides", action="append", metavar="KEY=VALUE")
+    check.add_argument(
+        "--storage",
+        default="float32,bfloat16",
+        help="comma-separated 4-bit storage dtypes to compare (default: float32,bfloat16)",
+    )
+    check.add_argument(
+        "--compute", default=None, help="synthetic layers' compute dtype (default: as training)"
+    )
     scaffold = steps.add_parser("scaffold", help="write a fine-tuning project to edit and submit")
     scaffold.add_argument("directory")
     scaffold.add_argument("--model-id", default=None, help="hub id or local model directory")
@@ -67,6 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             for path in written:
                 print(path)
+            return 0
+        if args.step == "fsdp-check":
+            from .fsdp_check import run
+
+            checked = (
+                load_config(args.config, parse_overrides(args.overrides)) if args.config else None
+            )
+            storages = [s.strip() for s in args.storage.split(",") if s.strip()]
+            run(storages, checked, args.compute)
             return 0
         config = load_config(args.config, parse_overrides(args.overrides))
         if args.step == "download":

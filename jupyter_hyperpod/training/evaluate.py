@@ -1,18 +1,23 @@
-"""Evaluation: ROUGE-1/2/L/Lsum of the fine-tuned model and of the base model on the test split.
+"""Evaluation as the seed does it: ROUGE-1/2/L/Lsum of the fine-tuned model vs the base model.
 
-Greedy decoding from each test prompt; the reference is the test answer (reasoning and response
-as trained). Results go to a JSON file and to the training job's MLflow run. With several ranks,
-each decodes a slice of the test split and rank 0 scores them all.
+The fine-tuned model is the merged one (merge_weights), else the base with the adapter, in the
+base's full precision; the base is the full-precision base (not the 4-bit copy training used).
+Greedy decoding from each test prompt, up to max_new_tokens (default: the longest test answer +
+10%, so that long reasoning is not cut); the reference is the test answer (reasoning and
+response as trained). Results go to a JSON file and to MLflow: the training job's run when its
+run file is in output_dir, else a run of this job. With several ranks, each decodes a slice of
+the test split and rank 0 scores them all.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from typing import Any
 
-from .config import TrainingConfig
+from .config import ConfigError, TrainingConfig
 from .dataprep import read_split
 from .mlflow_tracking import Tracker
 from .runtime import Runtime, init_runtime
@@ -44,11 +49,13 @@ def generate(
     batch_size: int,
     max_new_tokens: int,
     device: Any,
-) -> list[str]:
+) -> tuple[list[str], int]:
+    """Greedy continuations, and how many stopped at max_new_tokens without an end token."""
     import torch
 
     tokenizer.padding_side = "left"
     outputs: list[str] = []
+    cut = 0
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start : start + batch_size]
         encoded = tokenizer(chunk, add_special_tokens=False, return_tensors="pt", padding=True)
@@ -62,37 +69,50 @@ def generate(
                 eos_token_id=tokenizer.eos_token_id,
             )
         new_tokens = generated[:, encoded["input_ids"].shape[1] :]
+        if new_tokens.shape[1] >= max_new_tokens:
+            cut += int((new_tokens != tokenizer.eos_token_id).all(dim=1).sum())
         outputs += [t.strip() for t in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
-    return outputs
+    return outputs, cut
 
 
-def _load_models(config: TrainingConfig, runtime: Runtime) -> tuple[Any, Any, bool]:
-    """(tokenizer, model, has_adapter): base + adapter when an adapter exists, else merged/base."""
-    from .model import compute_dtype, load_base_model, load_tokenizer, resolve_quantization
+def generation_length(config: TrainingConfig, tokenizer: Any, records: list[dict[str, Any]]) -> int:
+    """max_new_tokens, else the longest answer of these test examples + 10% (none is cut)."""
+    if config.max_new_tokens:
+        return config.max_new_tokens
+    answers = tokenizer([r["completion"] for r in records], add_special_tokens=False)["input_ids"]
+    longest = max((len(ids) for ids in answers), default=1)
+    return max(1, math.ceil(longest * 1.1) + 8)
 
-    adapter = config.adapter_path
-    has_adapter = (adapter / "adapter_config.json").is_file()
+
+def load_finetuned(config: TrainingConfig, runtime: Runtime) -> tuple[Any, Any, str]:
+    """(tokenizer, model, kind): the merged model when there is one, else the base with the
+    adapter, both in the base's full precision (never the 4-bit copy training used)."""
+    from .model import compute_dtype, load_base_model, load_tokenizer
+
     dtype = compute_dtype(config, runtime.device)
-    quantization = resolve_quantization(config, runtime.device)
-    if has_adapter:
+    adapter = config.adapter_path
+    if (config.merged_path / "config.json").is_file():
+        model = load_base_model(
+            str(config.merged_path), quantization="none", dtype=dtype, device=runtime.device
+        )
+        tokenizer = load_tokenizer(str(config.merged_path))
+        kind = "merged"
+    elif (adapter / "adapter_config.json").is_file():
         from peft import PeftModel
 
         base = load_base_model(
-            config.model_id, quantization=quantization, dtype=dtype, device=runtime.device
+            config.model_id, quantization="none", dtype=dtype, device=runtime.device
         )
         model = PeftModel.from_pretrained(base, str(adapter))
         tokenizer = load_tokenizer(str(adapter))
-    elif (config.merged_path / "config.json").is_file():
-        model = load_base_model(
-            str(config.merged_path), quantization=quantization, dtype=dtype, device=runtime.device
-        )
-        tokenizer = load_tokenizer(str(config.merged_path))
+        kind = "base+adapter"
     else:
-        raise FileNotFoundError(f"no fine-tuned model: neither {adapter} nor {config.merged_path}")
-    if runtime.device.type == "cuda" and quantization == "none":
+        raise FileNotFoundError(
+            f"no fine-tuned model: neither {config.merged_path} nor {adapter} (train first)"
+        )
+    if runtime.device.type == "cuda":
         model.to(runtime.device)
-    model.eval()
-    return tokenizer, model, has_adapter
+    return tokenizer, model.eval(), kind
 
 
 def evaluate(config: TrainingConfig) -> dict[str, Any]:
@@ -108,28 +128,50 @@ def _evaluate(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
     records = read_split(config.test_dataset_path)
     if config.eval_max_samples:
         records = records[: config.eval_max_samples]
-    tokenizer, model, has_adapter = _load_models(config, runtime)
+    if not records:
+        raise ConfigError(f"no test examples in {config.test_dataset_path}")
+    tracker = Tracker.for_evaluation(config) if runtime.is_main else Tracker(False)
+    try:
+        return _score(config, runtime, records, tracker, started)
+    except BaseException:
+        tracker.end("FAILED")
+        raise
+
+
+def _score(
+    config: TrainingConfig,
+    runtime: Runtime,
+    records: list[dict[str, Any]],
+    tracker: Tracker,
+    started: float,
+) -> dict[str, Any]:
+    from .model import compute_dtype, load_base_model
+
+    tokenizer, model, kind = load_finetuned(config, runtime)
+    max_new_tokens = generation_length(config, tokenizer, records)
     mine = records[runtime.rank :: runtime.world_size]
     prompts = [r["prompt"] for r in mine]
     log.info(
-        "evaluating %d test examples (%d on this rank), greedy, max %d new tokens",
+        "evaluating %d test examples (%d on this rank), greedy, up to %d new tokens: "
+        "fine-tuned (%s) vs base, full precision",
         len(records),
         len(mine),
-        config.max_new_tokens,
+        max_new_tokens,
+        kind,
     )
     kwargs = {
         "batch_size": config.per_device_eval_batch_size,
-        "max_new_tokens": config.max_new_tokens,
+        "max_new_tokens": max_new_tokens,
         "device": runtime.device,
     }
-    predictions = {"finetuned": generate(model, tokenizer, prompts, **kwargs)}
+    predictions: dict[str, list[str]] = {}
+    cut: dict[str, int] = {}
+    predictions["finetuned"], cut["finetuned"] = generate(model, tokenizer, prompts, **kwargs)
     if config.eval_base:
-        if has_adapter:
-            with model.disable_adapter():
-                predictions["base"] = generate(model, tokenizer, prompts, **kwargs)
+        if kind == "base+adapter":
+            with model.disable_adapter():  # the same full-precision base, adapter off
+                predictions["base"], cut["base"] = generate(model, tokenizer, prompts, **kwargs)
         else:
-            from .model import compute_dtype, load_base_model
-
             del model
             base = load_base_model(
                 config.model_id,
@@ -137,28 +179,39 @@ def _evaluate(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
                 dtype=compute_dtype(config, runtime.device),
                 device=runtime.device,
             ).eval()
-            predictions["base"] = generate(base, tokenizer, prompts, **kwargs)
+            if runtime.device.type == "cuda":
+                base.to(runtime.device)
+            predictions["base"], cut["base"] = generate(base, tokenizer, prompts, **kwargs)
     references = [_reference(tokenizer, r) for r in mine]
     gathered = (
-        runtime.gather_to_main((mine, references, predictions))
+        runtime.gather_to_main((mine, references, predictions, cut))
         if runtime.distributed
-        else [(mine, references, predictions)]
+        else [(mine, references, predictions, cut)]
     )
     if not runtime.is_main:
         return {}
     all_refs: list[str] = []
     all_preds: dict[str, list[str]] = {key: [] for key in predictions}
+    all_cut = dict.fromkeys(predictions, 0)
     all_records: list[dict[str, Any]] = []
-    for part_records, part_refs, part_preds in gathered:
+    for part_records, part_refs, part_preds, part_cut in gathered:
         all_records += part_records
         all_refs += part_refs
         for key in all_preds:
             all_preds[key] += part_preds[key]
+            all_cut[key] += part_cut[key]
     results: dict[str, Any] = {
         key: rouge_scores(preds, all_refs) for key, preds in all_preds.items()
     }
     results["samples"] = len(all_refs)
-    results["max_new_tokens"] = config.max_new_tokens
+    results["max_new_tokens"] = max_new_tokens
+    results["max_new_tokens_source"] = (
+        "config" if config.max_new_tokens else "longest test answer + 10%"
+    )
+    results["stopped_at_max_new_tokens"] = all_cut
+    results["finetuned_model"] = kind
+    results["base_model"] = config.model_id
+    results["dtype"] = str(compute_dtype(config, runtime.device)).split(".")[-1]
     results["seconds"] = round(time.perf_counter() - started, 2)
     results["examples"] = [
         {
@@ -176,10 +229,11 @@ def _evaluate(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
     if "base" in results:
         summary += " | base " + ", ".join(f"{k}={results['base'][k]:.4f}" for k in ROUGE_TYPES)
     log.info("ROUGE (fine-tuned) %s -> %s", summary, out)
-    tracker = Tracker.for_evaluation(config)
     metrics = {
         f"eval_{key}_{which}": results[which][key] for which in all_preds for key in ROUGE_TYPES
     }
+    metrics["eval_samples"] = float(len(all_refs))
+    metrics["eval_max_new_tokens"] = float(max_new_tokens)
     tracker.log_metrics(metrics)
     tracker.log_artifact(out)
     tracker.end()

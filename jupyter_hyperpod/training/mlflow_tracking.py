@@ -189,31 +189,41 @@ class Tracker:
 
     @classmethod
     def for_evaluation(cls, config: TrainingConfig) -> Tracker:
-        """Log into the training run whose adapter is evaluated (its run file in output_dir)."""
+        """Log into the training run whose model is evaluated (its run file in output_dir), else
+        into a new run of this job (tagged with its job id, so the panel finds it)."""
         tracker = cls(True)
         run_file = Path(config.output_dir) / RUN_FILE
         try:
             import mlflow
         except ImportError:
+            log.warning("mlflow is not installed: evaluation metrics go to the JSON file only")
             tracker.active = False
             return tracker
-        if not run_file.is_file():
-            log.warning(
-                "no %s in %s: evaluation metrics are not logged to MLflow",
-                RUN_FILE,
-                config.output_dir,
-            )
-            tracker.active = False
-            return tracker
-        saved = json.loads(run_file.read_text())
         tracker._mlflow = mlflow
-        tracker.uri = saved["tracking_uri"]
+        job_id = os.environ.get("HYPERPOD_JOB_ID")
+        saved = json.loads(run_file.read_text()) if run_file.is_file() else None
+        tracker.uri = saved["tracking_uri"] if saved else resolve_tracking_uri(config)
+        _prepare_uri(tracker.uri)
         mlflow.set_tracking_uri(tracker.uri)
-        run = mlflow.start_run(run_id=saved["run_id"])
+        try:
+            check_tracking_uri(mlflow, tracker.uri)
+        except ConfigError:
+            tracker._restore_env()
+            raise
+        if saved:
+            run = mlflow.start_run(run_id=saved["run_id"])
+            if job_id:
+                mlflow.set_tag(EVAL_JOB_ID_TAG, job_id)
+        else:
+            log.info("no %s in %s: evaluation gets its own MLflow run", RUN_FILE, config.output_dir)
+            experiment = mlflow.set_experiment(config.mlflow_experiment_name)
+            run = mlflow.start_run(
+                experiment_id=experiment.experiment_id,
+                tags={JOB_ID_TAG: job_id, "hyperpod.step": "evaluate"} if job_id else {},
+                run_name=os.environ.get("HYPERPOD_JOB_NAME") or None,
+            )
         tracker.run_id = run.info.run_id
         tracker.experiment_id = run.info.experiment_id
-        if os.environ.get("HYPERPOD_JOB_ID"):
-            mlflow.set_tag(EVAL_JOB_ID_TAG, os.environ["HYPERPOD_JOB_ID"])
         return tracker
 
     def log_params(self, params: dict[str, Any]) -> None:

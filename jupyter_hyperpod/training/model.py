@@ -149,6 +149,14 @@ def decoder_layers(model: Any, classes: list[str] | None = None) -> list[Any]:
     return layers
 
 
+def casts_params_safely(config: TrainingConfig, dtype: Any) -> bool:
+    """FSDP's mixed precision casts every parameter to the compute dtype, the packed 4-bit
+    weights included: only harmless when they are stored in that dtype already. With another
+    storage (e.g. float32 to avoid bitsandbytes #1945) the parameters keep their dtype and
+    bitsandbytes still computes in `dtype`."""
+    return storage_dtype(config.quant_storage, dtype) == dtype
+
+
 def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any) -> dict[str, Any]:
     """Shard with FSDP2 (`fully_shard`) following the seed's `fsdp`/`fsdp_config` options.
 
@@ -172,7 +180,7 @@ def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any)
         kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=True)
     elif offload:
         log.info("fsdp offload: parameters already live in CPU memory (no GPU)")
-    if dtype != torch.float32:
+    if dtype != torch.float32 and casts_params_safely(config, dtype):
         kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
     wrapped = 0
     layers: list[Any] = []
@@ -192,6 +200,8 @@ def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any)
             [layers[index - 1]] if prefetch == "backward_pre" and index > 0 else []
         )
     return {
+        "fsdp_param_dtype": str(kwargs["mp_policy"].param_dtype if "mp_policy" in kwargs else "")
+        or "as stored",
         "fsdp_units": wrapped + 1,
         "reshard_after_forward": reshard,
         "cpu_offload": "offload_policy" in kwargs,
