@@ -42,6 +42,7 @@ from .core.models import (
     Rendered,
     TemplateInfo,
 )
+from .core.queue import QueueLogs, QueuePage
 from .gpu.models import GpuNodes, JobGpu
 
 URL_ENV = "JUPYTER_HYPERPOD_URL"
@@ -369,6 +370,41 @@ class HyperPodClient:
         """The job's GPU utilisation and memory over its run."""
         params = {"step": step} if step is not None else {}
         return JobGpu.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/gpu", **params))
+
+    # -- the cluster's queue ----------------------------------------------------------------------
+    def queue(
+        self,
+        *,
+        mine: bool = False,
+        state: str | list[str] | None = "",
+        partition: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        fresh: bool = False,
+    ) -> QueuePage:
+        """A page of the cluster's queue (every user's jobs): `state` '' = pending and running,
+        'all' = every state; `partition` a Slurm partition, Kubernetes queue or namespace."""
+        states = ",".join(state) if isinstance(state, list) else state
+        return QueuePage.model_validate(
+            self.request(
+                "GET",
+                "queue",
+                mine="true" if mine else None,
+                state=states or None,
+                queue=partition,
+                offset=offset,
+                limit=limit,
+                refresh="true" if fresh else None,
+            )
+        )
+
+    def adopt(self, queue_id: str) -> Job:
+        """Open one of my jobs submitted elsewhere (a queue row's id) like a job submitted here."""
+        return Job.model_validate(self.request("POST", "queue/adopt", {"id": queue_id}))
+
+    def queue_logs(self, queue_id: str, *, tail: int = 200) -> QueueLogs:
+        """A queue row's log, only where the cluster lets this user read it (else Forbidden)."""
+        return QueueLogs.model_validate(self.request("GET", "queue/logs", id=queue_id, tail=tail))
 
     # -- logs -------------------------------------------------------------------------------------
     def log_snapshot(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:

@@ -31,8 +31,8 @@ from .core.models import (
     TemplateInfo,
     TemplateSubmission,
 )
-from .gpu.models import GpuNodes, JobGpu
 from .core.queue import AdoptRequest, QueueLogs, QueuePage
+from .gpu.models import GpuNodes, JobGpu
 
 VERSION = "1.0.0"
 

@@ -6,6 +6,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from .core.errors import InvalidRequest
+from .core.queue_view import adopt_request
 from .handlers import HyperPodAPIHandler
 
 
@@ -33,7 +34,7 @@ class QueueAdoptHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        job = await self.run(self.service.adopt, self.json_body())
+        job = await self.run(self.service.adopt, adopt_request(self.json_body()))
         self.set_header("Location", f"{self.base_url}hyperpod/api/jobs/{job.id}")
         self.send(job)
 
@@ -45,4 +46,5 @@ class QueueLogsHandler(HyperPodAPIHandler):
         queue_id = self.get_argument("id", "")
         if not queue_id:
             raise InvalidRequest("id names the queue row whose log to read", field="id")
-        self.send(await self.run(self.service.queue_logs, queue_id, self.int_argument("tail", 200)))
+        tail = self.int_argument("tail", 200)
+        self.send(await self.run(self.service.queue_logs, queue_id, tail=tail))

@@ -74,3 +74,17 @@ def _owner(info: os.stat_result) -> str:
         return pwd.getpwuid(info.st_uid).pw_name
     except KeyError:
         return str(info.st_uid)
+
+
+def log_access(path: str | None, user: str, owner: str) -> tuple[bool, str | None]:
+    """A queue row's log: my own jobs' logs are read by this server as it reads any of my jobs'
+    (it acts as me); someone else's only where the file's permissions let me read it."""
+    if owner != user:
+        return readable_by(path, user)
+    if not path:
+        return False, "the job writes no output file (not a batch job)"
+    if not Path(path).exists():
+        return False, f"no log yet at {path}"
+    if not os.access(path, os.R_OK):
+        return False, f"{path} is not readable by this server"
+    return True, None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.models import Job, JobState
 from ..core.queue import ACTIVE_STATES, QueueJob, QueueSnapshot
 from ..core.store import JobStore
-from .access import readable_by
+from .access import log_access
 
 if TYPE_CHECKING:
     from .local import LocalOrchestrator
@@ -31,7 +31,7 @@ def _store(path: str) -> JobStore:
 
 def row_from_job(job: Job, data: dict[str, Any], user: str, waiting: str) -> QueueJob:
     log = str(Path(data["job_dir"]) / "rank-0.log") if data.get("job_dir") else None
-    readable, why = readable_by(log, user)
+    readable, why = log_access(log, user, job.user)
     return QueueJob(
         id=job.id,
         name=job.name,

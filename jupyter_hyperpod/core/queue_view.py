@@ -115,17 +115,11 @@ class QueueView:
             return self.row(queue_id, fresh=True)
         raise NotFound(f"the cluster's queue has no job '{queue_id}'", field="id")
 
-    def adopt(self, body: Any) -> Job:
+    def adopt(self, queue_id: str) -> Job:
         """Record one of my jobs submitted elsewhere in the job store: it then opens, follows,
         shows metrics and cancels like a job submitted here (and survives restarts)."""
-        if not isinstance(body, dict):
-            raise InvalidRequest("the request body must be a JSON object")
-        try:
-            request = AdoptRequest.model_validate(body)
-        except ValidationError as error:
-            raise validation_error(error) from None
         service = self.service
-        row = self.row(request.id)
+        row = self.row(queue_id)
         if not row.mine:
             raise Forbidden(
                 f"job {row.id} belongs to {row.user}: others' jobs are read-only", field="id"
@@ -205,6 +199,16 @@ class QueueView:
             for row in snapshot.jobs
             if row.id in pending and row.explanation
         }
+
+
+def adopt_request(body: Any) -> str:
+    """The queue id of a `POST queue/adopt` body ({"id": ...}), checked."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    try:
+        return AdoptRequest.model_validate(body).id
+    except ValidationError as error:
+        raise validation_error(error) from None
 
 
 def _job_id(name: str, backend_id: str) -> str:

@@ -54,6 +54,7 @@ from .models import (
     TemplateParam,
     TemplateSubmission,
 )
+from .queue import QueueLogs, QueuePage
 from .settings import HyperPodSettings
 from .store import JobStore
 from .tracker import Tracker
@@ -614,17 +615,34 @@ class HyperPodService:
             self._queue_view = QueueView(self)
         return self._queue_view
 
-    def queue(self, **filters: Any) -> Any:
-        """A page of the cluster's queue (`QueuePage`): mine, state, partition, offset, limit."""
-        return self.queue_view.page(**filters)
+    def queue(
+        self,
+        *,
+        mine: bool = False,
+        state: str | list[str] | None = "",
+        partition: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        fresh: bool = False,
+    ) -> QueuePage:
+        """A page of the cluster's queue: every user's jobs; `state` '' = pending and running,
+        'all' = every state the cluster still shows; `fresh` asks the cluster now."""
+        return self.queue_view.page(  # type: ignore[no-any-return]
+            mine=mine,
+            state=state,
+            partition=partition,
+            offset=offset,
+            limit=limit,
+            fresh=fresh,
+        )
 
-    def adopt(self, body: Any) -> Job:
+    def adopt(self, queue_id: str) -> Job:
         """Open one of my jobs submitted elsewhere (sbatch, kubectl) like a job submitted here."""
-        return self.queue_view.adopt(body)  # type: ignore[no-any-return]
+        return self.queue_view.adopt(queue_id)  # type: ignore[no-any-return]
 
-    def queue_logs(self, queue_id: str, tail: int = 200) -> Any:
-        """A queue row's log (`QueueLogs`), only where the cluster lets this user read it."""
-        return self.queue_view.logs(queue_id, tail)
+    def queue_logs(self, queue_id: str, *, tail: int = 200) -> QueueLogs:
+        """A queue row's log, only where the cluster lets this user read it."""
+        return self.queue_view.logs(queue_id, tail)  # type: ignore[no-any-return]
 
     # -- logs and metrics ----------------------------------------------------------------
     def _check_rank(self, job: Job, rank: int) -> None:

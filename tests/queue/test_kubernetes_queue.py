@@ -258,13 +258,13 @@ def test_logs_of_others_only_where_pods_log_is_allowed(
     assert bert.logs_readable
     assert "bert-ft rank 0 step 1" in service.queue_logs(bert.id).text
     with pytest.raises(Forbidden):
-        service.adopt({"id": llama.id})
+        service.adopt(llama.id)
 
 
 def test_adopt_a_kubectl_job_status_logs_cancel_and_restart(
     service: HyperPodService, k8s: tuple[RbacEmulatorThread, Path], tmp_path: Path
 ) -> None:
-    job = service.adopt({"id": "team-a/PyTorchJob/bert-ft"})
+    job = service.adopt("team-a/PyTorchJob/bert-ft")
     assert job.backend_id == "bert-ft" and job.spec.kind == "PyTorchJob"
     assert job.spec.nodes == 2 and job.spec.gpus_per_node == 1 and job.spec.namespace == "team-a"
     assert job.spec.command[0] == "torchrun"

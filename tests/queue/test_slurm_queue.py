@@ -189,16 +189,16 @@ def test_others_logs_only_where_their_permissions_allow(
     assert public.log and public.log.endswith(f"slurm-{busy['theirs_public']}.out")
     assert "public-output" in service.queue_logs(busy["theirs_public"]).text
     with pytest.raises(Forbidden):
-        service.adopt({"id": busy["theirs_public"]})
+        service.adopt(busy["theirs_public"])
 
 
 def test_adopt_my_sbatch_job_status_logs_cancel_and_restart(
     service: HyperPodService, busy: dict[str, str], tmp_path: Path, fs_root: Path
 ) -> None:
-    job = service.adopt({"id": busy["mine_first"]})
+    job = service.adopt(busy["mine_first"])
     assert job.backend_id == busy["mine_first"] and job.state is JobState.PENDING
     assert job.name == "alice-first" and job.spec.gpus_per_node == 1
-    assert service.adopt({"id": busy["mine_first"]}).id == job.id  # twice: the same job
+    assert service.adopt(busy["mine_first"]).id == job.id  # twice: the same job
     listed = service.jobs()
     assert [j.id for j in listed.jobs] == [job.id]
     # Its reason in the job list says where it is in the queue.

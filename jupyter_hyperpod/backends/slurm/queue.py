@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.errors import BackendError, Forbidden, NotFound
 from ...core.models import JOB_NAME_PATTERN, JobSpec, JobState
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
-from ..access import readable_by
+from ..access import log_access
 from .jobs import job_state, parse_scontrol_line, slurm_time
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def row_from_json(job: dict[str, Any], user: str) -> QueueJob:
     owner = str(job.get("user_name") or number(job.get("user_id")) or "")
     mine = owner == user
     path = stdout_path(job)
-    readable, why = readable_by(path, user)
+    readable, why = log_access(path, user, owner)
     return QueueJob(
         id=str(number(job.get("job_id")) or ""),
         name=str(job.get("name") or ""),
