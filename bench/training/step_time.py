@@ -6,8 +6,11 @@ Both train the same LoRA adapter (r 8, all linear layers, gradient checkpointing
 randomly initialised Qwen2 and the same tokenized examples, without packing so that both see
 the very same padded batches in the same order (the Trainer reads our batch plan
 sequentially); each side runs twice, interleaved, and the best median counts
-(the machine is shared). Prints the median wall time between consecutive step ends (so batch
-collation, logging and the progress bar count) and padded tokens per second.
+(the machine is shared). Both run in this process with the same torch thread count
+(`--threads`, default $OMP_NUM_THREADS or 1, set before either side starts). Each step's wall
+time is the time between its end and the previous step's end (so batch collation, logging and
+the progress bar count), and its tokens/s is that step's own padded tokens over that same time;
+the medians over the steady steps (the first two are warm-up) are printed side by side.
 Target: ours / Trainer <= 1.02.
 """
 
@@ -64,8 +67,25 @@ def common_config(model_dir: Path, data: Path, tmp: Path, steps: int) -> dict:
     }
 
 
-def run_ours(values: dict, tag: str) -> tuple[float, float]:
+WARMUP_STEPS = 2
+
+
+def paired(ends: list[float], tokens: list[int]) -> tuple[float, float]:
+    """(median step seconds, median tokens/s) from each step's end time and its own token
+    count: step i lasted ends[i] - ends[i-1] and processed tokens[i]."""
+    steps = [(tokens[i], ends[i] - ends[i - 1]) for i in range(max(1, WARMUP_STEPS), len(ends))]
+    if not steps:
+        raise SystemExit("too few steps to time: raise --steps")
+    return (
+        statistics.median(wall for _, wall in steps),
+        statistics.median(count / wall for count, wall in steps),
+    )
+
+
+def run_ours(values: dict, tag: str) -> tuple[float, float, int]:
     """In this process, like the Trainer side (same threads, same warm caches)."""
+    import torch
+
     from jupyter_hyperpod.training.config import config_from_dict
     from jupyter_hyperpod.training.train import train
 
@@ -73,13 +93,12 @@ def run_ours(values: dict, tag: str) -> tuple[float, float]:
     os.environ["HYPERPOD_JOB_ID"] = f"bench-{tag}"
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     train(config_from_dict({**values, "output_dir": str(out)}))
-    results = json.loads((out / "train_results.json").read_text())
-    # Our tokens/s counts real tokens: convert to padded tokens like the Trainer side.
-    padded_rate = results["tokens_per_second_median"] / (1.0 - results["padding_fraction"])
-    return results["step_seconds_median"], padded_rate
+    log = json.loads((out / "train_results.json").read_text())["step_log"]
+    step, rate = paired(log["ends"], log["padded_tokens"])
+    return step, rate, int(log.get("threads") or torch.get_num_threads())
 
 
-def run_trainer(values: dict, tag: str) -> tuple[float, float]:
+def run_trainer(values: dict, tag: str) -> tuple[float, float, int]:
     import torch
     from torch.utils.data import SequentialSampler
     from transformers import Trainer, TrainerCallback, TrainingArguments
@@ -130,10 +149,11 @@ def run_trainer(values: dict, tag: str) -> tuple[float, float]:
     class Timer(TrainerCallback):
         def __init__(self) -> None:
             self.ends: list[float] = []
-            self.tokens: list[int] = []
+            self.threads = 0
 
         def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
             self.ends.append(time.perf_counter())
+            self.threads = torch.get_num_threads()
 
     timer = Timer()
     args = TrainingArguments(
@@ -169,10 +189,10 @@ def run_trainer(values: dict, tag: str) -> tuple[float, float]:
 
     trainer.training_step = counting_step  # type: ignore[method-assign]
     trainer.train()
-    walls = [b - a for a, b in zip(timer.ends, timer.ends[1:], strict=False)][2:]
-    step = statistics.median(walls)
-    rates = [n / w for n, w in zip(padded[3:], walls[1:], strict=False)]
-    return step, statistics.median(rates)
+    # One training_step per optimizer step (no accumulation): padded[i] is step i's batch.
+    assert len(padded) == len(timer.ends), (len(padded), len(timer.ends))
+    step, rate = paired(timer.ends, padded)
+    return step, rate, timer.threads
 
 
 def main() -> None:
@@ -181,10 +201,16 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--rows", type=int, default=600)
+    parser.add_argument(
+        "--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
+    )
     args = parser.parse_args()
+    # Both sides, one thread count: our runtime leaves torch's threads alone when
+    # OMP_NUM_THREADS is set (runtime.init_runtime), and the Trainer never sets them.
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import torch
 
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         model_dir, data = build(tmp, args.hidden, args.layers, args.rows)
@@ -200,9 +226,12 @@ def main() -> None:
     best_ours = min(ours)
     best_theirs = min(theirs)
     print()
+    threads = {t[2] for t in theirs} | {o[2] for o in ours}
+    if threads != {args.threads}:
+        raise SystemExit(f"thread counts differ between the runs: {sorted(threads)}")
     print(
         f"model: Qwen2 hidden {args.hidden}, {args.layers} layers, LoRA r8 all-linear, "
-        f"batch 4, no packing, {args.steps} steps, {torch.get_num_threads()} thread(s)"
+        f"batch 4, no packing, {args.steps} steps, {args.threads} thread(s) on both sides"
     )
     print(f"{'loop':<28}{'median s/step':>16}{'padded tok/s':>16}")
     print(f"{'Hugging Face Trainer':<28}{best_theirs[0]:>16.4f}{best_theirs[1]:>16.0f}")

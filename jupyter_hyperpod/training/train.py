@@ -287,6 +287,7 @@ def _train_model(
     padded_total = real_total = 0.0
     step_rates: list[float] = []
     step_ends: list[float] = []
+    step_padded: list[int] = []
     status = "FAILED"
     try:
         model.train()
@@ -331,6 +332,7 @@ def _train_model(
             tokens_seen += int(real_all)
             step_rates.append(real_all / elapsed)
             step_ends.append(time.perf_counter())
+            step_padded.append(int(padded_all))
             real_total += real_all
             padded_total += padded_all
             done = step + 1
@@ -398,6 +400,15 @@ def _train_model(
             results["tokens_per_second_median"] = steady[len(steady) // 2]
             walls = sorted(b - a for a, b in itertools.pairwise(step_ends[1:]))
             results["step_seconds_median"] = walls[len(walls) // 2]
+        if step_ends:
+            # Each step's end time and padded tokens (all ranks), for benchmarks that pair a
+            # step's tokens with its own wall time (the first 2000 steps).
+            first = step_ends[0]
+            results["step_log"] = {
+                "ends": [round(t - first, 6) for t in step_ends[:2000]],
+                "padded_tokens": step_padded[:2000],
+                "threads": torch.get_num_threads(),
+            }
         if runtime.device.type == "cuda":
             results["peak_memory_gib"] = torch.cuda.max_memory_allocated(runtime.device) / 2**30
         del model, optimizer
