@@ -295,7 +295,8 @@ class GpuNodesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.send(await self.run(self.service.gpu_nodes))
+        # Prometheus/AMP/Grafana or nvidia-smi: remote or slow, on the backend pool.
+        self.send(await self.run_in("backend", self.service.gpu_nodes))
 
 
 class JobGpuHandler(HyperPodAPIHandler):
@@ -309,7 +310,7 @@ class JobGpuHandler(HyperPodAPIHandler):
             raise InvalidRequest(
                 f"step must be a number of seconds, not '{raw}'", field="step"
             ) from None
-        self.send(await self.run(self.service.job_gpu, job_id, step))
+        self.send(await self.run_in("backend", self.service.job_gpu, job_id, step))
 
 
 class LogStreamHandler(
