@@ -370,8 +370,8 @@ class KubernetesOrchestrator(Orchestrator):
                 pods = pods_by_job.get((namespace, job.backend_id or ""), [])
                 update = job_update(obj, pods)
                 updates[job.id] = update
-                if update.state is not None and update.state.finished:
-                    self._drain_logs(job.id)
+                # No log draining here: the status refresh never waits for a log. A follower
+                # that sees the job finished waits for its log's end itself (`wait_complete`).
                 # Events explain jobs that wait or failed; a healthy running job needs none.
                 troubled = update.state is JobState.RUNNING and any(pod_problem(p) for p in pods)
                 if update.state in (JobState.PENDING, JobState.FAILED) or troubled:
@@ -527,13 +527,6 @@ class KubernetesOrchestrator(Orchestrator):
             follower.wait_done(DRAIN_TIMEOUT_S)
         path = follower.rank_paths[rank % per_pod] if per_pod > 1 else None
         return SpoolLogReader(follower, self._release_follower, path)
-
-    def _drain_logs(self, job_id: str) -> None:
-        with self._followers_lock:
-            followers = [f for (jid, _), f in self._followers.items() if jid == job_id and f.alive]
-        deadline = time.monotonic() + DRAIN_TIMEOUT_S
-        for follower in followers:
-            follower.wait_done(max(0.0, deadline - time.monotonic()))
 
     def _release_follower(self, follower: PodLogFollower) -> None:
         with self._followers_lock:

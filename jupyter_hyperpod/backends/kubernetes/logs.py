@@ -342,6 +342,12 @@ class SpoolLogReader(FileLogReader):
         self.follower = follower
         self._release: Callable[[PodLogFollower], None] | None = release
 
+    def wait_complete(self, timeout: float = 15.0) -> None:
+        """The job has finished: wait (at most timeout) until the pod's log stream has been read
+        to its end, so that a final read misses nothing (called by the follow loop of
+        `core/logprotocol.py`, in a worker thread, never by the status refresh)."""
+        self.follower.wait_done(timeout)
+
     def close(self) -> None:
         super().close()
         if self._release is not None:
