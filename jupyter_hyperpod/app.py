@@ -14,6 +14,7 @@ from .handlers import (
     AwsClustersHandler,
     AwsConnectHandler,
     ClusterHandler,
+    DiagnoseHandler,
     FilesHandler,
     GpuNodesHandler,
     JobGpuHandler,
@@ -46,6 +47,7 @@ that is slow fills its own pool, never the API's."""
 ROUTES: list[tuple[str, type]] = [
     (f"{API}/openapi.json", OpenAPIHandler),
     (f"{API}/cluster", ClusterHandler),
+    (f"{API}/diagnose", DiagnoseHandler),
     (f"{API}/nodes", NodesHandler),
     (f"{API}/aws/clusters", AwsClustersHandler),
     (f"{API}/aws/connect", AwsConnectHandler),

@@ -4,8 +4,8 @@
 
     client = HyperPodClient()              # $JUPYTER_HYPERPOD_URL + $JUPYTER_TOKEN, or a running server
     job = client.submit(name="hello", command=["train.py", "--epochs", "1"], workdir="project")
-    for chunk in client.logs(job.id, follow=True):
-        print(chunk, end="")
+    for event in client.follow(job.id):    # the live log until the job ends
+        print(event.data, end="")
     print(client.wait(job.id).state)
 
 HTTP goes through the standard library; the log stream is a WebSocket (`websocket-client`).
@@ -22,20 +22,21 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .core import errors, logprotocol
+from .core.api import Diagnosis, SubmitBody, request_body
 from .core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, NotFound
-from .core.logprotocol import LogEvent
+from .core.logprotocol import LogEvent, RankArg
 from .core.models import (
+    AwsClusterList,
     ClusterInfo,
     FileListing,
     Job,
     JobList,
     JobMetrics,
-    JobSpec,
     JobState,
     LogSnapshot,
     Node,
@@ -98,7 +99,7 @@ class ServerInfo:
     """How it was found: arguments, environment, parent process, running server."""
 
 
-def _ancestor_pids() -> set[int]:
+def ancestor_pids() -> set[int]:
     pids: set[int] = set()
     parent = os.environ.get("JPY_PARENT_PID", "")
     if parent.isdigit():
@@ -131,7 +132,7 @@ def running_servers(runtime_dir: str | None = None) -> list[dict[str, Any]]:
             continue  # being written, or gone
         pid = info.get("pid")
         if isinstance(info, dict) and isinstance(pid, int) and _alive(pid) and info.get("url"):
-            servers.append(info)
+            servers.append({**info, "info_file": path})
     return servers
 
 
@@ -152,7 +153,7 @@ def find_server(*, any_server: bool = False) -> ServerInfo | None:
     if url:
         return ServerInfo(url, _env_token(), f"${URL_ENV}")
     servers = running_servers()
-    ancestors = _ancestor_pids()
+    ancestors = ancestor_pids()
     for info in servers:
         if info.get("pid") in ancestors:
             return ServerInfo(
@@ -198,8 +199,6 @@ def api_root(url: str) -> str:
 # -- log stream events -----------------------------------------------------------------------------
 
 
-RankArg = int | Literal["all"]
-
 
 class HyperPodClient:
     """The REST API of one Jupyter server with the jupyter-hyperpod extension."""
@@ -211,6 +210,7 @@ class HyperPodClient:
         *,
         timeout: float = 60.0,
         discover: bool = True,
+        source: str = "",
     ) -> None:
         """`url`: the Jupyter server (with its base URL); default $JUPYTER_HYPERPOD_URL, else the
         server this process runs under, else the only running server. `token`: default
@@ -223,13 +223,22 @@ class HyperPodClient:
                     "or start JupyterLab"
                 )
             url, token = found.url, token or found.token
+            source = source or found.source
         self.url = url
+        self.source = source
         self.token = token if token is not None else _env_token()
         self.api = api_root(url)
         self.timeout = timeout
 
     def __repr__(self) -> str:
         return f"HyperPodClient({self.url!r})"
+
+    @property
+    def description(self) -> str:
+        return f"Jupyter server {self.url}" + (f" ({self.source})" if self.source else "")
+
+    def close(self) -> None:
+        """Nothing to release: every call is its own request."""
 
     # -- HTTP ------------------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -305,35 +314,21 @@ class HyperPodClient:
         ]
 
     # -- jobs -------------------------------------------------------------------------------------
-    @staticmethod
-    def _body(spec: JobSpec | Mapping[str, Any] | None, fields: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(spec, JobSpec):
-            body: dict[str, Any] = spec.model_dump(mode="json", exclude_none=True)
-        else:
-            body = dict(spec or {})
-        body.update(fields)
-        return body
-
-    def render(self, spec: JobSpec | Mapping[str, Any] | None = None, **fields: Any) -> Rendered:
+    def render(self, spec: SubmitBody | None = None, /, **fields: Any) -> Rendered:
         """What `submit` would send to the cluster (the sbatch script, manifest or command)."""
         return Rendered.model_validate(
-            self.request("POST", "jobs/render", self._body(spec, fields))
+            self.request("POST", "jobs/render", request_body(spec, fields))
         )
 
-    def submit(self, spec: JobSpec | Mapping[str, Any] | None = None, **fields: Any) -> Job:
+    def submit(self, spec: SubmitBody | None = None, /, **fields: Any) -> Job:
         """Submit a job spec (`name`, `command`, `workdir`, `nodes`...) or a template
         (`name`, `template`, `params`); keyword fields are merged into `spec`."""
-        return Job.model_validate(self.request("POST", "jobs", self._body(spec, fields)))
+        return Job.model_validate(self.request("POST", "jobs", request_body(spec, fields)))
 
     def jobs(
-        self,
-        *,
-        state: str | JobState | list[str | JobState] | None = None,
-        limit: int = 100,
-        offset: int = 0,
+        self, *, states: Sequence[JobState] | None = None, limit: int = 100, offset: int = 0
     ) -> JobList:
-        states = [state] if isinstance(state, (str, JobState)) else (state or [])
-        joined = ",".join(s.value if isinstance(s, JobState) else s for s in states) or None
+        joined = ",".join(JobState(s).value for s in states or ()) or None
         return JobList.model_validate(
             self.request("GET", "jobs", state=joined, limit=limit, offset=offset)
         )
@@ -406,23 +401,38 @@ class HyperPodClient:
         """A queue row's log, only where the cluster lets this user read it (else Forbidden)."""
         return QueueLogs.model_validate(self.request("GET", "queue/logs", id=queue_id, tail=tail))
 
+    # -- AWS --------------------------------------------------------------------------------------
+    def aws_clusters(self, region: str | None = None) -> AwsClusterList:
+        """The HyperPod clusters of the region, each connectable or with the reason why not."""
+        return AwsClusterList.model_validate(self.request("GET", "aws/clusters", region=region))
+
+    def connect(
+        self,
+        cluster: str,
+        *,
+        region: str | None = None,
+        namespace: str | None = None,
+        auth: Literal["exec", "token"] = "exec",
+    ) -> ClusterInfo:
+        """Switch the server to an EKS HyperPod cluster (it writes its kubeconfig context)."""
+        body = {"cluster": cluster, "region": region, "namespace": namespace, "auth": auth}
+        return ClusterInfo.model_validate(
+            self.request(
+                "POST", "aws/connect", {key: value for key, value in body.items() if value}
+            )
+        )
+
+    def diagnose(self) -> Diagnosis:
+        """The login-node checks, run by the server where it runs."""
+        return Diagnosis.model_validate(self.request("GET", "diagnose"))
+
     # -- logs -------------------------------------------------------------------------------------
-    def log_snapshot(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:
+    def logs(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:
+        """The last `tail` lines of a rank's log, with the offset to follow from
+        (`core.api.log_text` gives them as text, and with follow=True everything new)."""
         return LogSnapshot.model_validate(
             self.request("GET", f"jobs/{_quote(job_id)}/logs", rank=rank, tail=tail)
         )
-
-    def logs(
-        self, job_id: str, *, rank: int = 0, tail: int = 200, follow: bool = False
-    ) -> Iterator[str]:
-        """The last `tail` lines of a rank's log; with follow, then everything new until the job ends."""
-        snapshot = self.log_snapshot(job_id, rank=rank, tail=tail)
-        if snapshot.text:
-            yield snapshot.text
-        if follow:
-            for event in self.follow(job_id, rank=rank, offset=snapshot.offset):
-                if event.type == "data" and event.data:
-                    yield event.data
 
     def follow(
         self,

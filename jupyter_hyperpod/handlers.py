@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from .core.api import connect_request
 from .core.errors import HyperPodError, InvalidRequest, NotFound
 from .core.inputs import parse_json_body, query_int
 from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, follow_async
@@ -161,6 +162,13 @@ class ClusterHandler(HyperPodAPIHandler):
         self.send(await self.run(self.service.cluster))
 
 
+class DiagnoseHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.send(await self.run_in("backend", self.service.diagnose))
+
+
 class NodesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
@@ -181,7 +189,16 @@ class AwsConnectHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        self.send(await self.run_in("backend", self.service.aws_connect, self.json_body()))
+        request = connect_request(self.json_body())
+        connected = await self.run_in(
+            "backend",
+            self.service.connect,
+            request.cluster,
+            region=request.region,
+            namespace=request.namespace,
+            auth=request.auth,
+        )
+        self.send(connected)
 
 
 class FilesHandler(HyperPodAPIHandler):
@@ -189,7 +206,7 @@ class FilesHandler(HyperPodAPIHandler):
     @authorized
     async def get(self) -> None:
         listing = await self.run(
-            self.service.list_files,
+            self.service.files,
             self.get_argument("path", ""),
             offset=self.int_argument("offset", 0),
             limit=self.int_argument("limit", 500),
@@ -276,7 +293,7 @@ class LogsHandler(HyperPodAPIHandler):
     async def get(self, job_id: str) -> None:
         snapshot = await self.run_in(
             "logs",
-            self.service.log_snapshot,
+            self.service.logs,
             job_id,
             rank=self.int_argument("rank", 0),
             tail=self.int_argument("tail", 200),

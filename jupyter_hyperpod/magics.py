@@ -14,16 +14,22 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .commands import CommandError, Console, HelpShown, Session, build_parser, open_session, run
+from .cli.exits import CommandError, HelpShown
+from .cli.output import Console, as_json
+from .cli.parser import build_parser
+from .cli.session import open_api
+from .cli.verbs import run
+from .core.api import HyperPodAPI
 
 
 @magics_class
 class HyperPodMagics(Magics):
-    """Keeps one session per shell: the server's REST API, or the core in this kernel."""
+    """Keeps one API per shell (`HyperPodAPI`): the server's REST client, or the core in this
+    kernel; `api` may be set to either (or to any implementation) before the first call."""
 
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
-        self._session: Session | None = None
+        self._session: HyperPodAPI | None = None
         self._session_key: tuple[Any, ...] | None = None
         atexit.register(self.close)
 
@@ -32,15 +38,28 @@ class HyperPodMagics(Magics):
             session, self._session = self._session, None
             session.close()
 
-    def _session_for(self, args: Any) -> Session:
+    @property
+    def api(self) -> HyperPodAPI | None:
+        return self._session
+
+    @api.setter
+    def api(self, value: HyperPodAPI) -> None:
+        self.close()
+        self._session = value
+        self._session_key = None
+
+    def _session_for(self, args: Any) -> HyperPodAPI:
         key = (
             getattr(args, "url", None),
             getattr(args, "token", None),
             bool(getattr(args, "direct", False)),
+            getattr(args, "kubeconfig", None),
+            getattr(args, "profile", None),
         )
-        if self._session is None or key != self._session_key:
+        given = self._session is not None and self._session_key is None
+        if self._session is None or (key != self._session_key and not given):
             self.close()
-            self._session = open_session(args)
+            self._session = open_api(args)
             self._session_key = key
         return self._session
 
@@ -61,8 +80,8 @@ class HyperPodMagics(Magics):
             outcome, args = run(
                 argv,
                 console=console,
-                session_factory=self._session_for,
-                keep_session=True,
+                api_factory=self._session_for,
+                keep_api=True,
                 cell=cell,
                 parser=parser,
             )
@@ -71,8 +90,6 @@ class HyperPodMagics(Magics):
         except CommandError as error:
             raise UsageError(error.message) from None
         if getattr(args, "json", False) and outcome.value is not None:
-            from .commands import as_json
-
             print(as_json(outcome.value))
             return None
         return outcome.value

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from .core.api import Diagnosis
 from .core.models import (
     AwsClusterList,
     AwsConnectRequest,
@@ -47,6 +48,7 @@ class TemplateList(BaseModel):
 
 MODELS: list[type[BaseModel]] = [
     ClusterInfo,
+    Diagnosis,
     NodeList,
     AwsClusterList,
     AwsConnectRequest,
@@ -120,6 +122,19 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "The cluster, the user, the partition and what the backend can do",
                 "responses": {"200": _json(ClusterInfo, "Cluster"), **_errors(503)},
+            }
+        },
+        "/diagnose": {
+            "get": {
+                "summary": "The login-node checks, run by the server where it runs",
+                "description": (
+                    "What `jupyter hyperpod doctor` shows: what the server uses (orchestrator, file "
+                    "system root, partition, in the words of `GET cluster`), the backend's own checks "
+                    "(Slurm commands and controller, kubeconfig, API server, CRDs, FSx claim), AWS "
+                    "and MLflow; each pass, warn, fail or skip with its fix. A failed check is a "
+                    "result (200), not an error."
+                ),
+                "responses": {"200": _json(Diagnosis, "Checks")},
             }
         },
         "/nodes": {

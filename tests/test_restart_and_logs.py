@@ -62,7 +62,7 @@ def test_a_restart_keeps_the_history_and_finds_running_jobs_again(
     assert jobs[running.id].state == JobState.RUNNING
     finished = wait_state(second, running.id, {JobState.SUCCEEDED, JobState.FAILED})
     assert finished.state == JobState.SUCCEEDED
-    assert second.log_snapshot(running.id, 0, 1).text == "line 29\n"
+    assert second.logs(running.id, rank=0, tail=1).text == "line 29\n"
     second.close()
 
 

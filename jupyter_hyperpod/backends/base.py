@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from traitlets.config import LoggingConfigurable
 
+from ..core.api import DiagnosticCheck
 from ..core.models import Capabilities, JobSpec, JobState, Node, RankInfo
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
 
@@ -198,6 +199,11 @@ class Orchestrator(LoggingConfigurable):
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         raise NotImplementedError
+
+    def diagnose(self) -> list[DiagnosticCheck]:
+        """This backend's login-node checks (for `doctor` and `GET diagnose`): what it needs from
+        this machine and the cluster, each with its fix. Quick: every probe has a time limit."""
+        return []
 
     # -- the cluster's queue (core/queue.py) --------------------------------------------
     def queue(self) -> QueueSnapshot:

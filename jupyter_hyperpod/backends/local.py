@@ -17,6 +17,7 @@ from typing import Any
 
 import psutil
 
+from ..core.api import DiagnosticCheck
 from ..core.errors import InvalidRequest
 from ..core.launch import program_argv, shell_join
 from ..core.models import Capabilities, GpuCount, JobState, Node, RankInfo
@@ -432,6 +433,18 @@ class LocalOrchestrator(Orchestrator):
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         return FileLogReader(Path(job.data["job_dir"]) / f"rank-{rank}.log")
+
+    def diagnose(self) -> list[DiagnosticCheck]:
+        """This machine as a one-node cluster: what jobs get, and the interpreter they run with."""
+        gpus = f", {len(self._gpus)} GPU(s)" if self._gpus else ", no GPU"
+        return [
+            DiagnosticCheck(
+                name="local cluster",
+                status="pass",
+                detail=f"{os.cpu_count() or 1} CPUs{gpus}; "
+                f"{self.settings.local_max_parallel_jobs} job(s) at once; python {sys.executable}",
+            )
+        ]
 
     def queue(self) -> QueueSnapshot:
         from .local_queue import list_queue

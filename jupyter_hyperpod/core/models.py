@@ -125,6 +125,11 @@ class AwsConnectRequest(StrictModel):
     cluster: str = Field(min_length=1, description="HyperPod cluster name or ARN")
     region: str | None = Field(None, description="Default: the server's AWS region")
     namespace: str | None = Field(None, description="Namespace of the new kubeconfig context")
+    auth: Literal["exec", "token"] = Field(
+        "exec",
+        description="exec: the context refreshes its EKS token by itself (python -m "
+        "jupyter_hyperpod.aws token); token: a 15-minute token written into the kubeconfig",
+    )
 
 
 class FileEntry(BaseModel):

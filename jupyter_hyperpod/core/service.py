@@ -8,15 +8,16 @@ one batched backend query at a time.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -25,6 +26,14 @@ from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchest
 from ..files import Partition, check_text, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from ..templates.spec import build_spec, parameter_values
+from .api import (
+    Diagnosis,
+    LogEvent,
+    RankArg,
+    SubmitBody,
+    connect_request,
+    request_body,
+)
 from .errors import (
     AwsDenied,
     Forbidden,
@@ -34,10 +43,10 @@ from .errors import (
     NotFound,
     validation_error,
 )
+from .logprotocol import Follow, follow_events
 from .models import (
     AwsCluster,
     AwsClusterList,
-    AwsConnectRequest,
     ClusterInfo,
     FileListing,
     FileSystemInfo,
@@ -71,14 +80,19 @@ JOBS_DIR = ".hyperpod/jobs"
 
 class HyperPodService:
     def __init__(
-        self, settings: HyperPodSettings, orchestrator: Orchestrator | None = None
+        self,
+        settings: HyperPodSettings,
+        orchestrator: Orchestrator | None = None,
+        *,
+        create_partition: bool = True,
     ) -> None:
+        """`create_partition`: make the partition directory now (the server does); without it
+        (the CLI and the magics standalone) only a submit makes it: reads never do."""
         self.settings = settings
-        self.fs_root = Path(settings.shared_fs_root).expanduser()
-        self.fs_root.mkdir(parents=True, exist_ok=True)
-        self.fs_root = self.fs_root.resolve()
+        self.fs_root = Path(settings.shared_fs_root).expanduser().resolve()
         self.partition = Partition(partition_dir(self.fs_root, settings.partition, settings.user))
-        self.partition.ensure()
+        if create_partition:
+            self.partition.ensure()
         self.store = JobStore(settings.job_store)
         self.orchestrator = orchestrator or create_orchestrator(settings.orchestrator, settings)
         self.cluster_root = PurePosixPath(
@@ -101,6 +115,10 @@ class HyperPodService:
             name=f"hyperpod-tracker-{self.orchestrator.kind}",
         )
         self.tracker.start()
+
+    @property
+    def description(self) -> str:
+        return f"the core in this process ({self.orchestrator.kind} orchestrator)"
 
     def close(self) -> None:
         self.tracker.stop()
@@ -139,7 +157,8 @@ class HyperPodService:
         found = region or self._kubernetes_trait("aws_region") or session().region_name
         if not found:
             raise InvalidRequest(
-                "no AWS region: pass region, set AWS_REGION or c.KubernetesOrchestrator.aws_region",
+                "no AWS region: pass a region (--region), set AWS_REGION or "
+                "c.KubernetesOrchestrator.aws_region",
                 field="region",
             )
         return str(found)
@@ -175,21 +194,29 @@ class HyperPodService:
             )
         return AwsClusterList(region=region, clusters=clusters)
 
-    def aws_connect(self, body: Any) -> ClusterInfo:
+    def connect(
+        self,
+        cluster: str,
+        *,
+        region: str | None = None,
+        namespace: str | None = None,
+        auth: Literal["exec", "token"] = "exec",
+    ) -> ClusterInfo:
         """Write the kubeconfig context of an EKS HyperPod cluster and switch to it."""
         from ..aws import discovery
 
-        if not isinstance(body, dict):
-            raise InvalidRequest("the request body must be a JSON object")
-        try:
-            request = AwsConnectRequest.model_validate(body)
-        except ValidationError as error:
-            raise validation_error(error) from None
+        request = connect_request(
+            {"cluster": cluster, "region": region, "namespace": namespace, "auth": auth}
+        )
         region = self._aws_region(request.region or discovery.region_of(request.cluster))
         kubeconfig = self._kubernetes_trait("kubeconfig") or discovery.default_kubeconfig()
         with _aws_denied():
             result = discovery.connect(
-                request.cluster, region=region, kubeconfig=kubeconfig, namespace=request.namespace
+                request.cluster,
+                region=region,
+                kubeconfig=kubeconfig,
+                namespace=request.namespace,
+                auth=request.auth,
             )
         traits: dict[str, Any] = {
             "kubeconfig": kubeconfig,
@@ -275,8 +302,8 @@ class HyperPodService:
     def nodes(self) -> list[Node]:
         return self.orchestrator.list_nodes()
 
-    def list_files(
-        self, path: str = "", offset: int = 0, limit: int = 500, sort: str = "name"
+    def files(
+        self, path: str = "", *, offset: int = 0, limit: int = 500, sort: str = "name"
     ) -> FileListing:
         return self.partition.listing(path, offset=offset, limit=limit, sort=sort)
 
@@ -322,10 +349,13 @@ class HyperPodService:
                     raise InvalidRequest(f"'{value}' does not exist in your partition", field=field)
 
     def _launch(self, spec: JobSpec, job_id: str) -> Launch:
-        try:
-            workdir = self.partition.directory(spec.workdir, field="workdir")
-        except NotFound as error:
-            raise InvalidRequest(error.message, field="workdir") from None
+        if not spec.workdir and not self.partition.root.exists():
+            workdir = self.partition.root  # a preview before the first submit makes it
+        else:
+            try:
+                workdir = self.partition.directory(spec.workdir, field="workdir")
+            except NotFound as error:
+                raise InvalidRequest(error.message, field="workdir") from None
         job_dir = self.partition.root / JOBS_DIR / job_id
         env = {key: self._translate_text(value) for key, value in spec.env.items()}
         env.setdefault("MLFLOW_TRACKING_URI", self.mlflow_uri_for_jobs)
@@ -350,7 +380,8 @@ class HyperPodService:
     def new_job_id(spec: JobSpec) -> str:
         return f"{spec.name}-{secrets.token_hex(3)}"
 
-    def render(self, body: Any) -> Rendered:
+    def render(self, spec: SubmitBody | None = None, /, **fields: Any) -> Rendered:
+        body = request_body(spec, fields)
         spec = self.spec_from_body(body)
         rendered = self.orchestrator.render(self._launch(spec, f"{spec.name}-xxxxxx"))
         values = (
@@ -368,8 +399,9 @@ class HyperPodService:
         )
 
     # -- jobs ----------------------------------------------------------------------------
-    def submit(self, body: Any) -> Job:
-        spec = self.spec_from_body(body)
+    def submit(self, spec: SubmitBody | None = None, /, **fields: Any) -> Job:
+        spec = self.spec_from_body(request_body(spec, fields))
+        self.partition.ensure()  # the first submit of a standalone core makes the partition
         job_id = self.new_job_id(spec)
         launch = self._launch(spec, job_id)
         # All or nothing: what the backend would refuse is refused before anything is stored or
@@ -484,7 +516,7 @@ class HyperPodService:
         return updated
 
     def jobs(
-        self, *, states: list[JobState] | None = None, limit: int = 100, offset: int = 0
+        self, *, states: Sequence[JobState] | None = None, limit: int = 100, offset: int = 0
     ) -> JobList:
         if not 1 <= limit <= 1000:
             raise InvalidRequest("limit must be between 1 and 1000", field="limit")
@@ -495,7 +527,7 @@ class HyperPodService:
             orchestrator=self.orchestrator.kind,
             cluster=self.cluster_name,
             user=self.settings.user,
-            states=states,
+            states=list(states) if states else None,
             limit=limit,
             offset=offset,
         )
@@ -659,7 +691,7 @@ class HyperPodService:
             reader.guard = self.partition.guard(reader.path, shown=f"the log of rank {rank}")
         return reader
 
-    def log_snapshot(self, job_id: str, rank: int = 0, tail: int = 200) -> LogSnapshot:
+    def logs(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:
         if not 0 <= tail <= MAX_TAIL_LINES:
             raise InvalidRequest(f"tail must be between 0 and {MAX_TAIL_LINES}", field="tail")
         reader = self.log_reader(job_id, rank)
@@ -674,6 +706,48 @@ class HyperPodService:
             offset=end,
             truncated=start > 0,
         )
+
+    # -- diagnosis -----------------------------------------------------------------------
+    def diagnose(self) -> Diagnosis:
+        """The login-node checks of the orchestrator in use, run where this core runs: what it
+        uses (orchestrator, file system root, partition: the words of `GET cluster`), then the
+        backend's own checks (`Orchestrator.diagnose`), AWS, MLflow and the GPU metrics."""
+        from .diagnose import login_node_checks
+
+        kind = self.orchestrator.kind
+        checks = login_node_checks(
+            self.settings,
+            kind=kind,
+            fs_root=self.fs_root,
+            partition=self.partition.root,
+            mlflow_uri=self.mlflow_uri_for_server(),
+            backend=self.orchestrator.diagnose,
+        )
+        where = "the Jupyter server" if self.server_root is not None else "this process"
+        return Diagnosis(
+            ok=all(check.status != "fail" for check in checks),
+            orchestrator=kind,
+            where=f"{where} (pid {os.getpid()}, user {self.settings.user})",
+            checks=checks,
+        )
+
+    def follow(
+        self,
+        job_id: str,
+        *,
+        rank: RankArg = 0,
+        offset: int = 0,
+        offsets: Mapping[int, int] | None = None,
+    ) -> Iterator[LogEvent]:
+        """The log stream's events, read from the backend in this process (same protocol)."""
+        job = self.job(job_id)
+        ranks = list(range(job.spec.world_size)) if rank == "all" else [int(rank)]
+        given = dict(offsets or {})
+        if rank != "all":
+            given.setdefault(int(rank), offset)
+        positions = {r: int(given.get(r, 0)) for r in ranks}
+        heartbeat = float(self.settings.heartbeat_interval)
+        return follow_events(Follow(self, job_id, positions, heartbeat_every=heartbeat))
 
     def metrics(self, job_id: str) -> JobMetrics:
         job, data = self._get(job_id)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from jupyter_hyperpod.client import HyperPodClient, ServerUnreachable, api_root
+from jupyter_hyperpod.core.api import log_text
 from jupyter_hyperpod.core.errors import Forbidden, InvalidRequest, NotFound
 from jupyter_hyperpod.core.models import JobSpec, JobState
 
@@ -43,12 +44,12 @@ async def test_submit_follow_wait(client: HyperPodClient, steps_script: Path) ->
     )
     assert job.id.startswith("hello-") and job.state in (JobState.PENDING, JobState.RUNNING)
 
-    chunks = await off_loop(lambda: list(client.logs(job.id, rank=1, follow=True)))
+    chunks = await off_loop(lambda: list(log_text(client, job.id, rank=1, follow=True)))
     final = await off_loop(client.wait, job.id, timeout=30)
 
     assert "".join(chunks).splitlines() == [f"rank 1 step {i} args ['x']" for i in range(4)]
     assert final.state == JobState.SUCCEEDED and final.exit_code == 0
-    listed = await off_loop(client.jobs, state="SUCCEEDED")
+    listed = await off_loop(client.jobs, states=[JobState.SUCCEEDED])
     assert [j.id for j in listed.jobs] == [job.id] and listed.total == 1
 
 
@@ -80,7 +81,7 @@ async def test_closing_the_follower_leaves_the_job_running_and_cancel_stops_it(
 
     def first_lines() -> list[str]:
         lines: list[str] = []
-        stream = client.logs(job.id, follow=True)
+        stream = log_text(client, job.id, follow=True)
         for chunk in stream:
             lines.extend(chunk.splitlines())
             if len(lines) >= 3:

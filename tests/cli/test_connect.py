@@ -29,8 +29,12 @@ def test_connect_lists_clusters_and_writes_a_context(shell: Any, tmp_path: Path)
     create_slurm_hyperpod("slurm-cluster", [instance_group("workers", 1)])
 
     listing = shell.run_line_magic("hyperpod", "connect")
-    rows = {row[0]: row[1] for row in listing._table.rows}
-    assert rows == {"ml-cluster": "eks", "slurm-cluster": "slurm"}
+    rows = {row[0]: (row[1], row[3]) for row in listing._table.rows}
+    assert rows["ml-cluster"] == ("eks", "yes")
+    assert (
+        rows["slurm-cluster"][0] == "slurm"
+        and "use the slurm orchestrator" in rows["slurm-cluster"][1]
+    )
     data, _ = shell.display_formatter.format(listing)
     assert "ml-cluster" in data["text/html"]
 
@@ -38,9 +42,10 @@ def test_connect_lists_clusters_and_writes_a_context(shell: Any, tmp_path: Path)
     connected = shell.run_line_magic(
         "hyperpod", f"connect ml-cluster --kubeconfig {kubeconfig} --namespace team-a"
     )
-    assert connected.result["eks_cluster"] == "hyperpod-eks"
+    # The core connected this process's service: it now runs on the cluster's kubernetes backend.
+    assert connected.result.orchestrator == "kubernetes" and connected.result.name == "ml-cluster"
     written = yaml.safe_load(kubeconfig.read_text())
-    assert written["current-context"] == connected.result["context"]
+    assert written["current-context"] == connected.result.details["context"]
     context = next(c for c in written["contexts"] if c["name"] == written["current-context"])
     assert context["context"]["namespace"] == "team-a"
 
@@ -54,8 +59,9 @@ def test_connect_from_the_cli(jupyter_env: dict[str, str]) -> None:
 
     listed = cli(jupyter_env, "connect", "--json")
     assert listed.returncode == 0, listed.stderr
-    assert [(c["name"], c["orchestrator"]) for c in json.loads(listed.stdout)] == [
-        ("ml-cluster", "eks")
+    clusters = json.loads(listed.stdout)["clusters"]
+    assert [(c["name"], c["orchestrator"], c["connectable"]) for c in clusters] == [
+        ("ml-cluster", "eks", True)
     ]
     missing = cli(jupyter_env, "connect", "no-such-cluster")
     assert missing.returncode == 3 and "sagemaker:DescribeCluster" in missing.stderr

@@ -209,7 +209,9 @@ def test_connect_says_what_aws_needs(
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
 
-    with pytest.raises(UsageError, match="no AWS region: pass --region or set AWS_REGION"):
+    with pytest.raises(
+        UsageError, match=re.escape("no AWS region: pass a region (--region), set AWS_REGION")
+    ):
         shell.run_line_magic("hyperpod", "connect")
     with pytest.raises(UsageError, match="no AWS credentials for sagemaker:ListClusters"):
         shell.run_line_magic("hyperpod", "connect --region us-east-1")

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from traitlets import Bool, Enum, Float, List, Unicode
 
+from ...core.api import DiagnosticCheck
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
 from ...core.models import Capabilities, JobState, Node
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
@@ -480,6 +481,13 @@ class KubernetesOrchestrator(Orchestrator):
             return True
         update = job_update(obj or {}, [])
         return bool(update.state and update.state.finished)
+
+    def diagnose(self) -> list[DiagnosticCheck]:
+        """The kubeconfig context, the API server, the job CRDs and the FSx claim
+        (backends/kubernetes/diagnose.py)."""
+        from .diagnose import kubernetes_checks
+
+        return kubernetes_checks(self)
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         """Rank r's log: with one process per pod, the log of worker pod r; with several

@@ -18,6 +18,7 @@ from typing import Any
 
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
+from ...core.api import DiagnosticCheck
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
 from ...core.models import Capabilities, JobState, Node, RankInfo
@@ -438,6 +439,12 @@ class SlurmOrchestrator(Orchestrator):
         if rank < 0 or rank >= world:
             raise InvalidRequest(f"rank must be between 0 and {world - 1}", field="rank")
         return FileLogReader(_rank_log_local(job.data, rank))
+
+    def diagnose(self) -> list[DiagnosticCheck]:
+        """The client commands, munge, slurmctld and the partition (backends/slurm/diagnose.py)."""
+        from .diagnose import slurm_checks
+
+        return slurm_checks(self)
 
     # -- the cluster's queue (queue.py) ----------------------------------------------------------
 

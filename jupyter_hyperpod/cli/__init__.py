@@ -1,7 +1,9 @@
 """`jupyter hyperpod <verb>` (also `jupyter-hyperpod` and `python -m jupyter_hyperpod.cli`).
 
 Results print as plain-text tables, or as JSON with --json; the exit code says what happened
-(see `jupyter hyperpod --help`).
+(see `jupyter hyperpod --help`). The package: `parser` (the options), `verbs` (one function per
+verb, in a table), `submission` (submit's request body), `session` (the server's REST client or
+the core in this process), `output` (console, outcomes, JSON) and `exits` (exit codes).
 """
 
 from __future__ import annotations
@@ -9,16 +11,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .commands import (
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    CommandError,
-    Console,
-    HelpShown,
-    as_json,
-    build_parser,
-    run,
-)
+from .exits import EXIT_INTERRUPTED, EXIT_OK, CommandError, HelpShown
+from .output import Console, as_json
+from .parser import build_parser
+from .verbs import run
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +40,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = str(outcome.value)
         print(text, end="" if text.endswith("\n") else "\n")
     return outcome.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The one API of jupyter-hyperpod: the operations every entry point uses.
+
+`HyperPodService` (the core in this process) and `HyperPodClient` (the REST API of a running
+Jupyter server) both implement `HyperPodAPI` with the same signatures and result types, so the
+CLI, the magics and scripts take either one and need no adapter. mypy checks both against it
+where the CLI opens one or the other as a `HyperPodAPI` (`cli/session.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .errors import InvalidRequest, validation_error
+
+# The log events of `follow` are the frames of the one log protocol.
+from .logprotocol import LogEvent, RankArg
+from .models import (
+    AwsClusterList,
+    AwsConnectRequest,
+    ClusterInfo,
+    FileListing,
+    Job,
+    JobList,
+    JobMetrics,
+    JobSpec,
+    JobState,
+    LogSnapshot,
+    Node,
+    Rendered,
+    TemplateInfo,
+)
+
+SubmitBody = JobSpec | Mapping[str, Any]
+"""A full job spec, or a template submission `{name, template, params}` (as REST takes them)."""
+
+
+CheckStatus = Literal["pass", "warn", "fail", "skip"]
+
+
+class DiagnosticCheck(BaseModel):
+    """One check of `diagnose`: what it saw and, when it did not pass, the fix in one line."""
+
+    name: str
+    status: CheckStatus
+    detail: str
+    fix: str = ""
+
+
+class Diagnosis(BaseModel):
+    """Can this machine act as the login node of its cluster? (`GET diagnose`, `doctor`)."""
+
+    ok: bool = Field(description="No check failed")
+    orchestrator: str = Field(description="The orchestrator in use (local, slurm, kubernetes)")
+    where: str = Field(description="Where the checks ran: the server, or this process")
+    checks: list[DiagnosticCheck]
+
+
+@runtime_checkable
+class HyperPodAPI(Protocol):
+    """The operations of a HyperPod login node, in this process or through a Jupyter server."""
+
+    @property
+    def description(self) -> str:
+        """For people: which implementation this is (the server's URL, or the core here)."""
+        ...
+
+    def cluster(self) -> ClusterInfo: ...
+
+    def nodes(self) -> list[Node]: ...
+
+    def files(
+        self, path: str = "", *, offset: int = 0, limit: int = 500, sort: str = "name"
+    ) -> FileListing: ...
+
+    def templates(self) -> list[TemplateInfo]: ...
+
+    def render(self, spec: SubmitBody | None = None, /, **fields: Any) -> Rendered:
+        """What `submit` would send to the cluster (sbatch script, manifest or command)."""
+        ...
+
+    def submit(self, spec: SubmitBody | None = None, /, **fields: Any) -> Job:
+        """Submit a spec or a template submission; keyword fields are merged into it."""
+        ...
+
+    def jobs(
+        self, *, states: Sequence[JobState] | None = None, limit: int = 100, offset: int = 0
+    ) -> JobList: ...
+
+    def job(self, job_id: str) -> Job: ...
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job (a finished job is returned as it is)."""
+        ...
+
+    def logs(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:
+        """The last `tail` lines of a rank's log, with the offset to follow from."""
+        ...
+
+    def follow(
+        self,
+        job_id: str,
+        *,
+        rank: RankArg = 0,
+        offset: int = 0,
+        offsets: Mapping[int, int] | None = None,
+    ) -> Iterator[LogEvent]:
+        """The live log until the job ends (the last event is `end`); closing the iterator only
+        stops following, never the job."""
+        ...
+
+    def metrics(self, job_id: str) -> JobMetrics: ...
+
+    def aws_clusters(self, region: str | None = None) -> AwsClusterList:
+        """The HyperPod clusters of the region, each connectable or with the reason why not."""
+        ...
+
+    def connect(
+        self,
+        cluster: str,
+        *,
+        region: str | None = None,
+        namespace: str | None = None,
+        auth: Literal["exec", "token"] = "exec",
+    ) -> ClusterInfo:
+        """Write the kubeconfig context of an EKS HyperPod cluster and switch to it."""
+        ...
+
+    def diagnose(self) -> Diagnosis:
+        """The login-node checks of the orchestrator in use, run where the core runs."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def request_body(spec: SubmitBody | None, fields: Mapping[str, Any]) -> Any:
+    """One request body from a spec (model or mapping) and keyword fields. Anything else (a
+    REST body that is not a JSON object) is passed on as it is, for the core to refuse."""
+    if isinstance(spec, JobSpec):
+        return {**spec.model_dump(mode="json", exclude_none=True), **fields}
+    if spec is None:
+        return dict(fields) if fields else None
+    if isinstance(spec, Mapping):
+        return {**spec, **fields} if fields else spec
+    return spec
+
+
+def connect_request(body: Any) -> AwsConnectRequest:
+    """The body of `POST aws/connect` (and the arguments of `connect`), validated."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    try:
+        return AwsConnectRequest.model_validate(
+            {key: value for key, value in body.items() if value is not None}
+        )
+    except ValidationError as error:
+        raise validation_error(error) from None
+
+
+def log_text(
+    api: HyperPodAPI, job_id: str, *, rank: int = 0, tail: int = 200, follow: bool = False
+) -> Iterator[str]:
+    """The last `tail` lines of a rank's log; with follow, then everything new until the job ends."""
+    snapshot = api.logs(job_id, rank=rank, tail=tail)
+    if snapshot.text:
+        yield snapshot.text
+    if follow:
+        events = api.follow(job_id, rank=rank, offset=snapshot.offset)
+        try:
+            for event in events:
+                if event.type == "data" and event.data:
+                    yield event.data
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+
+
+__all__ = [
+    "CheckStatus",
+    "Diagnosis",
+    "DiagnosticCheck",
+    "HyperPodAPI",
+    "LogEvent",
+    "RankArg",
+    "SubmitBody",
+    "connect_request",
+    "log_text",
+    "request_body",
+]
