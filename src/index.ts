@@ -15,12 +15,14 @@ import { PathExt } from '@jupyterlab/coreutils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { refreshIcon, runIcon } from '@jupyterlab/ui-components';
+import { ReactWidget, refreshIcon, runIcon } from '@jupyterlab/ui-components';
+import * as React from 'react';
 
 import { HyperpodClient } from './api';
 import { JobTab } from './components/JobView';
 import { JobWidget } from './components/JobWidget';
 import { HyperpodPanel, IPanelActions } from './components/Panel';
+import { SubmitView } from './components/SubmitView';
 import { nextName, prefillFromJob } from './form';
 import { jobEndNotice } from './diagnosis';
 import { isSubmittable, joinPath, toPartitionPath } from './format';
@@ -39,6 +41,7 @@ export namespace CommandIDs {
   export const submitBrowserFile = 'hyperpod:submit-browser-file';
   export const openJob = 'hyperpod:open-job';
   export const cancelJob = 'hyperpod:cancel-job';
+  export const submitInMain = 'hyperpod:submit-in-main-area';
 }
 
 const VIEW_TITLES: Record<ViewName, string> = {
@@ -246,12 +249,46 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return;
       }
       model.requestSubmit({ ...prefill, name: nextName(job.name) });
-      showPanel();
+      if (model.submitInMain) {
+        submitInMain();
+      } else {
+        showPanel();
+      }
     };
 
     const submitFile = (path: string) => {
       model.requestSubmit({ template: 'script', params: { script: path } });
       showPanel();
+    };
+
+    // The Submit form in the main area: one form at a time (the sidebar points to it).
+    let submitWidget: MainAreaWidget<ReactWidget> | null = null;
+    const submitInMain = () => {
+      if (submitWidget && !submitWidget.isDisposed) {
+        shell.activateById(submitWidget.id);
+        return;
+      }
+      const content = ReactWidget.create(
+        React.createElement(SubmitView, {
+          model,
+          onSubmitted: job => actions().onSubmitted(job)
+        })
+      );
+      content.addClass('jp-hyperpod-Panel');
+      content.addClass('jp-hyperpod-SubmitMain');
+      const widget = new MainAreaWidget({ content });
+      widget.id = 'jupyter-hyperpod-submit';
+      widget.title.label = 'Submit a HyperPod job';
+      widget.title.icon = runIcon;
+      widget.title.closable = true;
+      widget.disposed.connect(() => {
+        submitWidget = null;
+        model.submitInMain = false;
+      });
+      submitWidget = widget;
+      model.submitInMain = true;
+      shell.add(widget, 'main');
+      shell.activateById(widget.id);
     };
 
     const actions = (): IPanelActions => ({
@@ -270,6 +307,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       resubmitJob: job => void resubmitJob(job),
       cancelJobs: jobs => void cancelJobs(jobs),
       removeJobs: jobs => void removeJobs(jobs),
+      submitInMain,
       onSubmitted: job => {
         model.upsertJob(job);
         model.view = 'jobs';
@@ -351,6 +389,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         showPanel();
       }
+    });
+    commands.addCommand(CommandIDs.submitInMain, {
+      label: 'HyperPod: Submit a Job in the Main Area',
+      caption: 'The Submit form with room for large templates',
+      icon: runIcon,
+      execute: () => submitInMain()
     });
     commands.addCommand(CommandIDs.refresh, {
       label: 'HyperPod: Refresh',
@@ -473,6 +517,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         });
       }
       palette.addItem({ command: CommandIDs.refresh, category });
+      palette.addItem({ command: CommandIDs.submitInMain, category });
     }
   }
 };

@@ -192,6 +192,18 @@ export class HyperpodModel implements IDisposable {
     return this._submitRequest;
   }
 
+  /** Whether the Submit form is open in the main area (the sidebar then points to it). */
+  get submitInMain(): boolean {
+    return this._submitInMain;
+  }
+
+  set submitInMain(value: boolean) {
+    if (value !== this._submitInMain) {
+      this._submitInMain = value;
+      this._changed.emit();
+    }
+  }
+
   /** Open the Submit view prefilled. */
   requestSubmit(request: Omit<ISubmitRequest, 'serial'>): void {
     this._submitRequest = { ...request, serial: ++this._serial };
@@ -378,6 +390,7 @@ export class HyperpodModel implements IDisposable {
     }
   }
 
+  private _submitInMain = false;
   private _states = new Map<string, JobState>();
   private _jobEnded = new Signal<this, IJob>(this);
   private _watchPoll: Poll;

@@ -22,6 +22,12 @@ project.mkdir(parents=True, exist_ok=True)
 for script in (Path(__file__).parent / "demo").glob("*.py"):
     shutil.copy(script, project / script.name)
 (project / "notes.md").write_text("# Demo project\n")
+# A QLoRA project whose config sets values the form must show, not override.
+qlora = fs_root / "shared" / "qlora"
+(qlora / "model").mkdir(parents=True, exist_ok=True)
+(qlora / "args.yaml").write_text(
+    "model_id: model\noutput_dir: out\nmax_steps: 7\npacking: true\nmerge_weights: true\n"
+)
 state = Path(tempfile.mkdtemp(prefix="hyperpod-ui-state-"))
 
 c.HyperPodSettings.orchestrator = "local"  # noqa: F821

@@ -95,6 +95,8 @@ function Chart(props: {
       grid: { stroke: cssVar('--jp-border-color2', '#ddd'), width: 1 },
       ticks: { stroke: cssVar('--jp-border-color2', '#ddd'), width: 1 }
     };
+    // The colours drawn on the canvas, readable in the page (tests, themes).
+    host.dataset.axisColor = axis.stroke;
     const plot = new uPlot(
       {
         width,

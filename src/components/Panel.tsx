@@ -20,6 +20,8 @@ export interface IPanelActions {
   cancelJobs?: (jobs: IJob[]) => void;
   removeJobs?: (jobs: IJob[]) => void;
   onSubmitted: (job: IJob) => void;
+  /** Open the Submit form in the main area (or show it there when it is). */
+  submitInMain?: () => void;
 }
 
 const TABS: { id: ViewName; title: string }[] = [
@@ -159,8 +161,25 @@ function PanelBody(props: {
                 cancelJobs={actions.cancelJobs}
                 removeJobs={actions.removeJobs}
               />
+            ) : model.submitInMain ? (
+              <div className="jp-hyperpod-View">
+                <div className="jp-hyperpod-Empty">
+                  The Submit form is open in the main area.
+                  <button
+                    type="button"
+                    className="jp-Button jp-mod-styled jp-mod-accept"
+                    onClick={() => actions.submitInMain?.()}
+                  >
+                    Show it
+                  </button>
+                </div>
+              </div>
             ) : (
-              <SubmitView model={model} onSubmitted={actions.onSubmitted} />
+              <SubmitView
+                model={model}
+                onSubmitted={actions.onSubmitted}
+                onExpand={actions.submitInMain}
+              />
             ))}
         </div>
       ))}

@@ -1,5 +1,5 @@
 import { Dialog, showDialog } from '@jupyterlab/apputils';
-import { expandIcon, runIcon } from '@jupyterlab/ui-components';
+import { expandIcon, launchIcon, runIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
@@ -24,6 +24,8 @@ import { ErrorMessage, IconButton, Loading, useSignal } from './common';
 export interface ISubmitViewProps {
   model: HyperpodModel;
   onSubmitted: (job: IJob) => void;
+  /** Move the form to the main area (large templates); absent where it already is. */
+  onExpand?: () => void;
 }
 
 const PREVIEW_DELAY = 350;
@@ -487,6 +489,16 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
   const nameError = errorOf(NAME_FIELD);
   return (
     <div className="jp-hyperpod-View jp-hyperpod-SubmitView">
+      {props.onExpand && (
+        <div className="jp-hyperpod-SubmitView-bar">
+          <IconButton
+            icon={launchIcon}
+            title="Open the form in the main area (more room for large templates)"
+            label="Open in main area"
+            onClick={props.onExpand}
+          />
+        </div>
+      )}
       <form
         className="jp-hyperpod-Form"
         aria-label="Submit a job"

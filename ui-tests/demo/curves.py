@@ -17,4 +17,7 @@ with mlflow.start_run(run_name=os.environ.get("HYPERPOD_JOB_NAME", "demo"), tags
             },
             step=step,
         )
+        # As MLflow's system metrics monitor names them ("system/..."), shown apart.
+        mlflow.log_metric("system/cpu_utilization_percentage", 20 + step % 7, step=step)
+    mlflow.log_metric("final_rouge1", 0.4123, step=40)
     print("logged 40 steps", flush=True)

@@ -20,8 +20,7 @@ async function openPanel(page: IJupyterLabPageFixture): Promise<void> {
     await page.locator(PANEL_TAB).click();
   }
   await expect(panel).toBeVisible();
-  // A little wider than JupyterLab's default, as a user who lives in it sets it.
-  await page.sidebar.setWidth(340, 'left');
+  // JupyterLab's default sidebar width: what a new user sees (and what the screenshots show).
 }
 
 async function showView(page: IJupyterLabPageFixture, view: string): Promise<void> {
