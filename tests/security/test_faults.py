@@ -174,7 +174,7 @@ def test_kill_9_of_the_server_loses_no_record(tmp_path: Path) -> None:
     server = LiveServer(tmp_path, config).start()
     ids = []
     for index in range(6):
-        status, job, _ = server.request("POST", "jobs", {**JOB, "command": ["hello.py", "20"]})
+        status, job, _ = server.request("POST", "jobs", {**JOB, "command": ["hello.py", "10"]})
         assert status == 201, job
         ids.append(job["id"])
         add("faults", "jobs accepted before kill -9")
@@ -192,7 +192,7 @@ def test_kill_9_of_the_server_loses_no_record(tmp_path: Path) -> None:
             job = _wait(again, job_id, {"SUCCEEDED", "FAILED", "CANCELLED"}, timeout=120)
             assert job["state"] == "SUCCEEDED", job
             status, logs, _ = again.request("GET", f"jobs/{job_id}/logs", timeout=30)
-            assert logs["text"] == "".join(f"line {i}\n" for i in range(20)), logs
+            assert logs["text"] == "".join(f"line {i}\n" for i in range(10)), logs
         record("faults", "records after kill -9", f"{len(ids)}/{len(ids)}, logs whole")
     finally:
         again.stop()

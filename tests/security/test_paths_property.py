@@ -159,7 +159,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 def _log_tail(service: HyperPodService, job_id: str) -> Any:
     """The service's log snapshot (named `logs` since the one-API change, `log_snapshot` before)."""
-    read = getattr(service, "logs", None) or service.log_snapshot
+    read = getattr(service, "logs", None) or getattr(service, "log_snapshot")  # noqa: B009
     return read(job_id)
 
 
@@ -215,7 +215,7 @@ def _check_rendered(tally: Tally, what: str, root: Path, rendered: Any) -> None:
 
 def _service_round(tally: Tally, service: HyperPodService, path: str) -> None:
     root = service.partition.root.resolve()
-    body = {"name": "p", "command": ["run.py"], "workdir": path}
+    body: dict[str, Any] = {"name": "p", "command": ["run.py"], "workdir": path}
     rendered = tally.outcome(f"render workdir={path!r}", lambda: service.render(body))
     if rendered is not None:
         _check_rendered(tally, f"workdir={path!r}", root, rendered)
