@@ -285,12 +285,65 @@ def check_mlflow(uri: str) -> Check:
     return check(name, "warn", f"{uri}: not checked (unknown scheme)", "")
 
 
-def check_gpu_metrics(settings: Any, kind: str) -> Check:
-    """The GPU metrics endpoint answers PromQL and has DCGM series (or the local GPUs read)."""
-    from ..gpu.reader import check_gpu
+# -- the jobs' interpreter ---------------------------------------------------------------------------
 
-    status, detail, fix = check_gpu(settings, kind)
-    return check("GPU metrics", status, detail, fix)  # type: ignore[arg-type]
+# What the training templates run: `<python> -m jupyter_hyperpod.training` needs these importable.
+_TRAINING_PROBE = (
+    "import importlib.util as u, sys; "
+    "missing = [m for m in ('jupyter_hyperpod.training', 'torch', 'transformers', 'peft') "
+    "if u.find_spec(m) is None]; print(' '.join(missing)); sys.exit(3 if missing else 0)"
+)
+
+
+def check_job_python(settings: Any, kind: str) -> Check:
+    """The interpreter the templates' jobs run with exists and has the training module.
+
+    Local jobs use the server's own interpreter; Slurm jobs `cluster_python`, checked on this login
+    node (HyperPod's Slurm nodes share its software; `srun` from Studio does not work); on
+    Kubernetes it lives in the image, which only a pod can check."""
+    import shutil
+    import subprocess
+    import sys
+
+    name = "job interpreter"
+    if kind == "kubernetes":
+        python = settings.cluster_python
+        return check(
+            name,
+            "skip",
+            f"jobs run `{python}` inside their image (not checkable from here)",
+            f"kubectl run hyperpod-check --rm -it --restart=Never --image=<image> -- {python} "
+            "-c 'import jupyter_hyperpod.training'",
+        )
+    python = sys.executable if kind == "local" else settings.cluster_python
+    setting = "the server's interpreter" if kind == "local" else "c.HyperPodSettings.cluster_python"
+    found = shutil.which(python)
+    if not found:
+        return check(
+            name,
+            "fail",
+            f"{python} ({setting}) is not found",
+            "set c.HyperPodSettings.cluster_python to the Python of the cluster's nodes",
+        )
+    try:
+        probe = subprocess.run(
+            [found, "-c", _TRAINING_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return check(name, "warn", f"{found} did not answer in {COMMAND_TIMEOUT:.0f} s", "")
+    if probe.returncode != 0:
+        missing = probe.stdout.strip() or probe.stderr.strip()[-200:]
+        return check(
+            name,
+            "warn",
+            f"{found} ({setting}) runs scripts, but the training templates need: {missing}",
+            f"{found} -m pip install 'jupyter-hyperpod[training]'",
+        )
+    return check(name, "pass", f"{found} ({setting}) has jupyter_hyperpod.training and torch")
 
 
 # -- the whole diagnosis -----------------------------------------------------------------------------
@@ -307,7 +360,8 @@ def login_node_checks(
     extra: Sequence[tuple[str, Callable[[], Check | list[Check]]]] = (),
 ) -> list[Check]:
     """The checks in order: what the core uses (the same words as `GET cluster`: orchestrator,
-    file system root, partition), then the backend's own, AWS, MLflow and any extra."""
+    file system root, partition), then the backend's own, AWS, MLflow and the extra ones (the
+    GPU metrics: given by the service, which knows that adapter; this module imports none)."""
     configured = settings.orchestrator
     how = "configured" if configured == kind else f"'{configured}' picked"
     checks = [check("orchestrator", "pass", f"{kind} ({how})")]
@@ -317,12 +371,12 @@ def login_node_checks(
     )
     checks.extend(guard("job history", lambda: check_job_store(settings)))
     checks.extend(guard(kind, backend))
+    checks.extend(guard("job interpreter", lambda: check_job_python(settings, kind)))
     if kind == "local":
         checks.append(check("AWS", "skip", "not needed for the local cluster"))
     else:
         checks.extend(guard("AWS", lambda: aws_checks(kind, settings)))
     checks.extend(guard("MLflow", lambda: check_mlflow(mlflow_uri)))
-    checks.extend(guard("GPU metrics", lambda: check_gpu_metrics(settings, kind)))
     for name, probe in extra:
         checks.extend(guard(name, probe))
     return checks
