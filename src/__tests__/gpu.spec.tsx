@@ -129,7 +129,10 @@ describe('GPU figures', () => {
     const memory = screen.getByRole('meter', {
       name: 'GPU memory on ip-10-1-0-1'
     });
-    expect(memory.textContent).toBe('42.0 GiB/160.0 GiB');
+    expect(memory.textContent).toBe('mem 26%');
+    expect(memory.getAttribute('title')).toContain(
+      '42.0 GiB of 160.0 GiB GPU memory used'
+    );
     expect(screen.getByText('XID 79')).toBeTruthy();
     expect(util.getAttribute('title')).toContain('GPU 1: 81%');
     const empty = render(<NodeGpuBars node={undefined} />);
@@ -196,7 +199,7 @@ describe('GPU figures', () => {
           name: 'GPU utilisation on ip-10-1-0-1'
         })
       ).textContent
-    ).toBe('59%');
+    ).toBe('GPU 59%');
     // The other node has no DCGM figures: no bar, only its allocation.
     expect(
       screen.queryByRole('meter', { name: 'GPU utilisation on ip-10-1-0-2' })

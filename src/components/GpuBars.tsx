@@ -91,7 +91,7 @@ export function NodeGpuBars(props: { node?: IGpuNode }): JSX.Element | null {
       <Meter
         kind="util"
         fraction={util === null ? null : util / 100}
-        text={util === null ? '—' : `${Math.round(util)}%`}
+        text={util === null ? 'GPU —' : `GPU ${Math.round(util)}%`}
         label={`GPU utilisation on ${node.node}`}
         title={perGpu}
       />
@@ -100,10 +100,16 @@ export function NodeGpuBars(props: { node?: IGpuNode }): JSX.Element | null {
           kind="memory"
           fraction={ratio(used, total)}
           text={
-            total ? `${formatMiB(used)}/${formatMiB(total)}` : formatMiB(used)
+            total
+              ? `mem ${Math.round((ratio(used, total) ?? 0) * 100)}%`
+              : `mem ${formatMiB(used)}`
           }
           label={`GPU memory on ${node.node}`}
-          title={perGpu}
+          title={
+            (total
+              ? `${formatMiB(used)} of ${formatMiB(total)} GPU memory used\n`
+              : '') + perGpu
+          }
         />
       )}
       {xid && (
