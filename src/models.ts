@@ -114,6 +114,10 @@ export interface IFileListing {
   offset: number;
   limit: number;
   sort: string;
+  /** Entries not listed: their names are not valid UTF-8 (see `note`). */
+  skipped?: number;
+  /** Why entries were skipped, and what to do. */
+  note?: string | null;
 }
 
 export type ParamType =

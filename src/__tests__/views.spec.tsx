@@ -103,6 +103,24 @@ describe('FilesView', () => {
       screen.getByText(/not under the Jupyter server's root/)
     ).toBeTruthy();
   });
+
+  it("shows the server's note on entries it could not list", async () => {
+    const { client } = filesClient(2);
+    const files = client.files.bind(client);
+    (client as unknown as { files: typeof files }).files = async (
+      path,
+      options
+    ) => ({
+      ...(await files(path, options)),
+      skipped: 1,
+      note: '1 entry not shown: the name is not valid UTF-8'
+    });
+    const model = new HyperpodModel(client, DEFAULT_SETTINGS);
+    render(<FilesView model={model} submitFile={jest.fn()} />);
+    expect((await screen.findByRole('note')).textContent).toContain(
+      'not valid UTF-8'
+    );
+  });
 });
 
 describe('JobsView', () => {

@@ -185,6 +185,11 @@ export function FilesView(props: IFilesViewProps): JSX.Element {
           ))}
           <span className="jp-hyperpod-FileCol-actions" />
         </div>
+        {listing?.note ? (
+          <div className="jp-hyperpod-Note" role="note">
+            {listing.note}
+          </div>
+        ) : null}
         {listing === null ? (
           error ? null : (
             <Loading what="files" />
