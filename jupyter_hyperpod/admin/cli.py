@@ -77,77 +77,102 @@ def _domain(args: argparse.Namespace, settings: Any) -> StudioDomain | None:
     return StudioDomain(client, str(domain_id), args.fsx_id)
 
 
+class PartitionReport:
+    """What `admin partitions` found and did: a table for a person, `to_json()` for --json."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        root: Path,
+        domain: StudioDomain | None,
+        states: list[Any],
+        actions: list[Any],
+    ) -> None:
+        self.args, self.root, self.domain = args, root, domain
+        self.states, self.actions = states, actions
+
+    @property
+    def exit_code(self) -> int:
+        """`list`: 1 when a partition has a problem; create and repair: 0 once done."""
+        if self.args.action == "list":
+            return 0 if all(s.ok for s in self.states) else 1
+        return 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "domain_id": self.domain.domain_id if self.domain else None,
+            "fsx_id": self.domain.fsx_id if self.domain else None,
+            "dry_run": bool(self.args.dry_run),
+            "partitions": [s.to_json() for s in self.states],
+            "actions": [a.to_json() for a in self.actions],
+        }
+
+    def __str__(self) -> str:
+        from tabulate import tabulate
+
+        where = (
+            f"domain {self.domain.domain_id}, {self.domain.fsx_id}"
+            if self.domain
+            else "directories"
+        )
+        rows = [
+            [
+                s.user,
+                s.fsx_path,
+                "yes" if s.exists else "no",
+                f"{s.uid}:{s.gid}" if s.exists else "-",
+                s.mode or "-",
+                "-" if s.associated is None else ("yes" if s.associated else "no"),
+                "ok" if s.ok else "; ".join(s.problems),
+            ]
+            for s in self.states
+        ]
+        lines = [
+            f"partitions under {self.root} ({where})",
+            tabulate(
+                rows, headers=["user", "path", "exists", "owner", "mode", "associated", "state"]
+            ),
+        ]
+        if self.args.action != "list":
+            verb = "would run" if self.args.dry_run else "ran"
+            lines.append(
+                f"\n{self.args.action}: {len(self.actions)} step(s) {verb}"
+                + (":" if self.actions else "")
+            )
+            lines.extend(f"  {action.command}" for action in self.actions)
+        return "\n".join(lines) + "\n"
+
+
+def partitions(args: argparse.Namespace) -> PartitionReport:
+    """Inspect, and for create/repair (unless --dry-run) apply the plan. Raises HyperPodError."""
+    settings = _settings()
+    root = Path(args.root or settings.shared_fs_root).expanduser()
+    domain = _domain(args, settings)
+    admin = PartitionAdmin(root, uid=args.uid, gid=args.gid, mode=MODE, domain=domain)
+    states = admin.inspect(args.user or None)
+    actions = [] if args.action == "list" else admin.plan(states, repair=args.action == "repair")
+    if actions and not args.dry_run:
+        try:
+            admin.apply(actions, states)
+        except PermissionError as error:
+            raise Forbidden(f"{error} (create and repair need root on the file system)") from None
+        states = admin.inspect(args.user or None)
+    return PartitionReport(args, root, domain, states, actions)
+
+
 def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     try:
-        settings = _settings()
-        root = Path(args.root or settings.shared_fs_root).expanduser()
-        domain = _domain(args, settings)
-        admin = PartitionAdmin(root, uid=args.uid, gid=args.gid, mode=MODE, domain=domain)
-        states = admin.inspect(args.user or None)
-        actions = (
-            [] if args.action == "list" else admin.plan(states, repair=args.action == "repair")
-        )
-        if actions and not args.dry_run:
-            admin.apply(actions, states)
-            states = admin.inspect(args.user or None)
+        report = partitions(args)
     except HyperPodError as error:
-        code = next((c for cls, c in EXIT_CODES.items() if isinstance(error, cls)), 6)
         print(f"error: {error.message}", file=sys.stderr)
-        return code
-    except PermissionError as error:
-        print(f"error: {error} (create and repair need root on the file system)", file=sys.stderr)
-        return 5
-    where = f"domain {domain.domain_id}, {domain.fsx_id}" if domain else "directories"
+        return next((c for cls, c in EXIT_CODES.items() if isinstance(error, cls)), 6)
     if args.json:
-        json.dump(
-            {
-                "root": str(root),
-                "domain_id": domain.domain_id if domain else None,
-                "fsx_id": domain.fsx_id if domain else None,
-                "dry_run": bool(args.dry_run),
-                "partitions": [s.to_json() for s in states],
-                "actions": [a.to_json() for a in actions],
-            },
-            out,
-            indent=2,
-        )
+        json.dump(report.to_json(), out, indent=2)
         out.write("\n")
     else:
-        _print(states, actions, args, f"partitions under {root} ({where})", out)
-    if args.action == "list":
-        return 0 if all(s.ok for s in states) else 1
-    return 0
-
-
-def _print(
-    states: list[Any], actions: list[Any], args: argparse.Namespace, title: str, out: TextIO
-) -> None:
-    from tabulate import tabulate
-
-    rows = [
-        [
-            s.user,
-            s.fsx_path,
-            "yes" if s.exists else "no",
-            f"{s.uid}:{s.gid}" if s.exists else "-",
-            s.mode or "-",
-            "-" if s.associated is None else ("yes" if s.associated else "no"),
-            "ok" if s.ok else "; ".join(s.problems),
-        ]
-        for s in states
-    ]
-    print(title, file=out)
-    print(
-        tabulate(rows, headers=["user", "path", "exists", "owner", "mode", "associated", "state"]),
-        file=out,
-    )
-    if args.action != "list":
-        verb = "would run" if args.dry_run else "ran"
-        print(
-            f"\n{args.action}: {len(actions)} step(s) {verb}" + (":" if actions else ""), file=out
-        )
-        for action in actions:
-            print(f"  {action.command}", file=out)
+        out.write(str(report))
+    return report.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
