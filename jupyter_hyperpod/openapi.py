@@ -85,7 +85,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         403: "Not authenticated, or a path outside the partition",
         404: "No such job or path",
         409: "The job belongs to another cluster than the connected one (code not_connected)",
-        503: "The cluster (slurmctld, the Kubernetes API) cannot be reached now",
+        503: "The cluster (slurmctld, the Kubernetes API) cannot be reached now, or the file "
+        "system cannot be written (full, read-only): the message says which",
         502: "AWS refused the call: the message names it",
     }
     return {str(status): _json(ErrorResponse, meaning[status]) for status in (403, *statuses)}
