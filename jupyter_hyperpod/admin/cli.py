@@ -52,6 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gid", type=int, default=STUDIO_GID, help=f"owner gid ({STUDIO_GID})")
     parser.add_argument("--user", action="append", default=[], help="only this user (repeatable)")
     parser.add_argument(
+        "--acl",
+        action="append",
+        default=[],
+        metavar="ENTRY",
+        help="also grant this POSIX ACL entry, e.g. g:admins:rx (access and default ACL; "
+        "repeatable; needs the acl tools)",
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="print what create/repair would do, change nothing"
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -149,7 +157,7 @@ def partitions(args: argparse.Namespace) -> PartitionReport:
     settings = _settings()
     root = Path(args.root or settings.shared_fs_root).expanduser()
     domain = _domain(args, settings)
-    admin = PartitionAdmin(root, uid=args.uid, gid=args.gid, mode=MODE, domain=domain)
+    admin = PartitionAdmin(root, uid=args.uid, gid=args.gid, mode=MODE, domain=domain, acl=args.acl)
     states = admin.inspect(args.user or None)
     actions = [] if args.action == "list" else admin.plan(states, repair=args.action == "repair")
     if actions and not args.dry_run:

@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import stat
+import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +29,7 @@ STUDIO_UID = 200001
 STUDIO_GID = 1001
 MODE = 0o700
 PROFILE_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")  # SageMaker UserProfileName
-ActionKind = Literal["mkdir", "chown", "chmod", "associate"]
+ActionKind = Literal["mkdir", "chown", "chmod", "acl", "associate"]
 
 
 @dataclass
@@ -49,6 +50,8 @@ class PartitionState:
     associated: bool | None = None
     """The profile's file system config names this file system and path; None: no domain."""
     profile_fsx_path: str | None = None
+    acl_missing: list[str] = field(default_factory=list)
+    """ACL entries the admin asked for that the directory lacks (getfacl's numeric form)."""
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -173,10 +176,13 @@ class PartitionAdmin:
         gid: int = STUDIO_GID,
         mode: int = MODE,
         domain: StudioDomain | None = None,
+        acl: list[str] | None = None,
     ) -> None:
         self.root = root
         self.uid, self.gid, self.mode = uid, gid, mode
         self.domain = domain
+        self.acl = [normalize_acl(entry) for entry in acl or []]
+        """POSIX ACL entries to add (access and default), e.g. group:1001:r-x."""
         self._profiles: dict[str, dict[str, Any]] = {}
 
     # -- what is there ----------------------------------------------------------------------
@@ -241,9 +247,25 @@ class PartitionAdmin:
         state.mode = f"{stat.S_IMODE(info.st_mode):04o}"
         if (info.st_uid, info.st_gid) != (uid, gid):
             state.problems.append(f"owned by {info.st_uid}:{info.st_gid}, not {uid}:{gid}")
-        if stat.S_IMODE(info.st_mode) != self.mode:
-            state.problems.append(f"mode {state.mode}, not {self.mode:04o}")
+        if not self._mode_ok(stat.S_IMODE(info.st_mode)):
+            wanted = f"{self.mode:04o}" + (" (group bits: the ACL mask)" if self.acl else "")
+            state.problems.append(f"mode {state.mode}, not {wanted}")
+        if self.acl:
+            present = read_acl(path)
+            state.acl_missing = [
+                entry
+                for entry in [*self.acl, *(f"default:{e}" for e in self.acl)]
+                if entry not in present
+            ]
+            if state.acl_missing:
+                state.problems.append(f"ACL lacks {', '.join(state.acl_missing)}")
         return state
+
+    def _mode_ok(self, mode: int) -> bool:
+        """Exactly the mode; with ACLs the group bits are the ACL mask (setfacl sets them)."""
+        if self.acl:
+            return mode & ~0o070 == self.mode & ~0o070
+        return mode == self.mode
 
     # -- what to do -------------------------------------------------------------------------
     def plan(self, states: list[PartitionState], *, repair: bool) -> list[Action]:
@@ -277,15 +299,25 @@ class PartitionAdmin:
                             f"chown {owner} {path}",
                         )
                     )
-                if state.mode != f"{self.mode:04o}":
+                if state.mode is not None and not self._mode_ok(int(state.mode, 8)):
                     actions.append(
                         Action(
                             state.user,
                             "chmod",
                             f"mode {state.mode} -> {self.mode:04o}",
-                            f"chmod {self.mode:04o} {path}",
+                            f"chmod {self._chmod_text()} {path}",
                         )
                     )
+            missing = (
+                self.acl
+                if not state.exists
+                else [e.removeprefix("default:") for e in state.acl_missing]
+            )
+            if self.acl and missing and (not state.exists or repair):
+                spec = ",".join(dict.fromkeys(x for e in missing for x in (e, f"d:{e}")))
+                actions.append(
+                    Action(state.user, "acl", f"ACL {spec}", f"setfacl -m {spec} {path}")
+                )
             # create: associate profiles that have no config for this file system; repair: also
             # those that see the whole file system instead of their partition.
             unassociated = state.profile and not state.associated
@@ -315,12 +347,76 @@ class PartitionAdmin:
             elif action.kind == "chown":
                 os.chown(path, state.want_uid, state.want_gid, follow_symlinks=False)
             elif action.kind == "chmod":
-                os.chmod(path, self.mode)
+                os.chmod(path, self._new_mode(path))
+            elif action.kind == "acl":
+                spec = action.command.split()[2]
+                subprocess.run(["setfacl", "-m", spec, str(path)], check=True, capture_output=True)
             elif action.kind == "associate":
                 assert self.domain is not None
                 self.domain.associate(self._profiles[state.user], state.fsx_path)
             action.done = True
         return actions
+
+    def _chmod_text(self) -> str:
+        return "u=rwx,o=" if self.acl else f"{self.mode:04o}"
+
+    def _new_mode(self, path: Path) -> int:
+        """The mode to set; with ACLs the group bits (the mask) stay as setfacl made them."""
+        if not self.acl:
+            return self.mode
+        return (stat.S_IMODE(path.stat().st_mode) & 0o070) | (self.mode & ~0o070)
+
+
+PERMS = re.compile(r"^[rwx-]{1,3}$")
+
+
+def normalize_acl(entry: str) -> str:
+    """`g:admins:rx` -> `group:<gid>:r-x` (getfacl -n's form); users and groups by name or id."""
+    import grp
+    import pwd
+
+    parts = entry.split(":")
+    if len(parts) != 3 or parts[0] not in ("u", "user", "g", "group") or not parts[1]:
+        raise InvalidRequest(
+            f"ACL entry {entry!r}: use u:USER:PERMS or g:GROUP:PERMS (e.g. g:admins:rx)",
+            field="acl",
+        )
+    kind = "user" if parts[0] in ("u", "user") else "group"
+    who, perms = parts[1], parts[2]
+    if not who.isdigit():
+        try:
+            who = str(pwd.getpwnam(who).pw_uid if kind == "user" else grp.getgrnam(who).gr_gid)
+        except KeyError:
+            raise InvalidRequest(f"ACL entry {entry!r}: no {kind} {who!r}", field="acl") from None
+    if not PERMS.match(perms) or len(set(perms) - {"-"}) != len(perms.replace("-", "")):
+        raise InvalidRequest(f"ACL entry {entry!r}: permissions are r, w, x", field="acl")
+    text = "".join(c if c in perms else "-" for c in "rwx")
+    return f"{kind}:{who}:{text}"
+
+
+def read_acl(path: Path) -> set[str]:
+    """The named entries of a directory's access and default ACLs (`getfacl -n`)."""
+    try:
+        done = subprocess.run(
+            ["getfacl", "--omit-header", "--absolute-names", "-n", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        raise InvalidRequest(
+            f"cannot read the ACL of {path} ({error}): install the acl tools", field="acl"
+        ) from None
+    found = set()
+    for line in done.stdout.splitlines():
+        entry = line.split("#", 1)[0].strip()
+        prefix, _, rest = entry.partition(":") if entry.startswith("default:") else ("", "", entry)
+        kind, _, tail = rest.partition(":")
+        who = tail.split(":", 1)[0]
+        if kind in ("user", "group") and who:
+            found.add(f"{'default:' if prefix else ''}{rest}")
+    return found
 
 
 def check_name(name: str) -> str:

@@ -211,3 +211,46 @@ def test_without_a_domain_every_directory_under_the_root(tmp_path: Path) -> None
     assert owner_mode(root / "frank") == owner_mode(root / "gina") == (200001, 1001, 0o700)
     with pytest.raises(InvalidRequest):
         tool.inspect(["../etc"])
+
+
+def test_acls_where_the_admin_asks(tmp_path: Path) -> None:
+    """Mode 0700 plus a named group's r-x (the access and the default ACL: new files get it too);
+    the mode's group bits are then the ACL mask, which repair keeps."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("setfacl"):
+        pytest.skip("the acl tools are not installed (scripts/setup.sh installs them)")
+    root = tmp_path / "fsx"
+    root.mkdir()
+    tool = PartitionAdmin(root, acl=["g:1002:rx"])
+    states = tool.inspect(["hana"])
+    planned = tool.plan(states, repair=False)
+    assert [a.kind for a in planned] == ["mkdir", "chown", "acl"]
+    assert planned[2].command == f"setfacl -m group:1002:r-x,d:group:1002:r-x {root / 'hana'}"
+    tool.apply(planned, states)
+    acl = subprocess.run(
+        ["getfacl", "-n", "--omit-header", str(root / "hana")], capture_output=True, text=True
+    ).stdout
+    assert "group:1002:r-x" in acl and "default:group:1002:r-x" in acl
+    assert owner_mode(root / "hana") == (200001, 1001, 0o750)  # group bits: the mask
+    assert all(s.ok for s in tool.inspect(["hana"])), tool.inspect(["hana"])[0].problems
+
+    # Someone chmods it 0755 and drops the ACL: repair restores both, the mask kept.
+    subprocess.run(["setfacl", "-b", str(root / "hana")], check=True)
+    os.chmod(root / "hana", 0o755)
+    states = tool.inspect(["hana"])
+    assert states[0].problems == [
+        "mode 0755, not 0700 (group bits: the ACL mask)",
+        "ACL lacks group:1002:r-x, default:group:1002:r-x",
+    ]
+    repairs = tool.plan(states, repair=True)
+    assert [(a.kind, a.command.split()[1]) for a in repairs] == [
+        ("chmod", "u=rwx,o="),
+        ("acl", "-m"),
+    ]
+    tool.apply(repairs, states)
+    assert all(s.ok for s in tool.inspect(["hana"]))
+    assert tool.plan(tool.inspect(["hana"]), repair=True) == []
+    with pytest.raises(InvalidRequest):
+        PartitionAdmin(root, acl=["o::rwx"])
