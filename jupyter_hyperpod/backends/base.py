@@ -18,6 +18,7 @@ from traitlets.config import LoggingConfigurable
 from ..core.api import DiagnosticCheck
 from ..core.models import Capabilities, JobSpec, JobState, Node, RankInfo
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
+from .state import BackendState, register_state
 
 
 @dataclass
@@ -52,7 +53,8 @@ class JobUpdate:
     ranks: list[RankInfo] | None = None
     events: list[str] | None = None
     data: dict[str, Any] | None = None
-    """Backend-private facts to keep with the job (merged into the stored ones)."""
+    """Backend-private facts to keep with the job: fields of the backend's `State` model,
+    merged into the stored ones and validated by it."""
 
 
 @dataclass
@@ -65,7 +67,10 @@ class StoredJob:
     backend_id: str | None
     created: float
     started: float | None
-    data: dict[str, Any]
+    data: Any
+    """The backend's own `State` model (`backends/state.py`), loaded from the store."""
+    events: list[str] = field(default_factory=list)
+    """The job's recent events as stored (a backend adds to them in its JobUpdate)."""
 
 
 @dataclass
@@ -164,6 +169,13 @@ class Orchestrator(LoggingConfigurable):
     status_poll_max: ClassVar[float] = 30.0
     """The longest wait between two status refreshes while jobs run (the interval grows with the
     age of the youngest job up to this; `core/tracker.py`)."""
+    State: ClassVar[type[BackendState]] = BackendState
+    """What this backend keeps with each job (`StoredJob.data`): its own pydantic model."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "State" in cls.__dict__ and "kind" in cls.__dict__:
+            register_state(cls.kind, cls.State)
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
         super().__init__(parent=settings, **kwargs)

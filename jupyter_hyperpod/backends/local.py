@@ -24,6 +24,7 @@ from ..core.models import Capabilities, GpuCount, JobState, Node, RankInfo
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
 from .base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .local_runner import LAUNCH_FILE, read_status, write_status
+from .state import StrictState
 
 CANCEL_GRACE_SECONDS = 15.0
 
@@ -64,8 +65,32 @@ def _pid_alive(pid: int | None, job_dir: Path) -> bool:
         return False
 
 
+class LocalState(StrictState):
+    """What the local backend keeps with a job."""
+
+    job_dir: str | None = None
+    """The job's directory on this machine (launch.json, status.json, rank-<N>.log)."""
+    world_size: int | None = None
+    pid: int | None = None
+    """The supervisor's pid (the leader of the job's process group), once started."""
+    pgid: str | None = None
+    gpus: list[int] = []
+    """The GPU indexes given to the job (CUDA_VISIBLE_DEVICES)."""
+
+    @property
+    def path(self) -> Path:
+        if not self.job_dir:
+            raise ValueError("the job has no job directory")
+        return Path(self.job_dir)
+
+
+def _state(job: StoredJob) -> LocalState:
+    return LocalState.load(job.data)
+
+
 class LocalOrchestrator(Orchestrator):
     kind = "local"
+    State = LocalState
     status_poll_max = 2.0
     """A refresh reads a few files, and it is what starts queued jobs: keep it frequent."""
 
@@ -293,8 +318,9 @@ class LocalOrchestrator(Orchestrator):
         return updates
 
     def _refresh_one(self, job: StoredJob) -> JobUpdate | None:
-        job_dir = Path(job.data["job_dir"])
-        if job.state == JobState.PENDING and not job.data.get("pid"):
+        facts = _state(job)
+        job_dir = facts.path
+        if job.state == JobState.PENDING and not facts.pid:
             if not (job_dir / LAUNCH_FILE).exists():
                 reason = "the submission did not complete (its launch file is missing)"
                 return JobUpdate(state=JobState.FAILED, state_reason=reason, ended=time.time())
@@ -313,7 +339,7 @@ class LocalOrchestrator(Orchestrator):
         ranks = self._ranks(job, status)
         if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
             self._active.pop(job.id, None)
-            self._wait_supervisor(job.id, job.data.get("pid"), job_dir)
+            self._wait_supervisor(job.id, facts.pid, job_dir)
             return JobUpdate(
                 state=JobState(state),
                 exit_code=status.get("exit_code"),
@@ -321,7 +347,7 @@ class LocalOrchestrator(Orchestrator):
                 state_reason=status.get("reason"),
                 ranks=ranks,
             )
-        pid = job.data.get("pid")
+        pid = facts.pid
         if not _pid_alive(pid, job_dir) and (
             job.id not in self._children or self._children[job.id].poll() is not None
         ):
@@ -355,7 +381,7 @@ class LocalOrchestrator(Orchestrator):
             time.sleep(0.01)
 
     def _ranks(self, job: StoredJob, status: dict[str, Any]) -> list[RankInfo]:
-        job_dir = Path(job.data["job_dir"])
+        job_dir = _state(job).path
         known = {info["rank"]: info for info in status.get("ranks", [])}
         return [
             RankInfo(
@@ -369,12 +395,13 @@ class LocalOrchestrator(Orchestrator):
         ]
 
     def cancel(self, job: StoredJob) -> JobUpdate:
-        job_dir = Path(job.data["job_dir"])
+        state = _state(job)
+        job_dir = state.path
         (job_dir / "cancel").touch()
         with self._lock:
             if (
                 job.state == JobState.PENDING
-                and not job.data.get("pid")
+                and not state.pid
                 and self._store is not None
                 and self._store.cancel_pending(job.id)
             ):
@@ -393,7 +420,7 @@ class LocalOrchestrator(Orchestrator):
                 )
         # Started by another process sharing the store since the caller read the job: the
         # supervisor's own status file names it.
-        pid = job.data.get("pid") or (read_status(job_dir) or {}).get("pid")
+        pid = state.pid or (read_status(job_dir) or {}).get("pid")
         if pid and _pid_alive(pid, job_dir):
             self._signal_group(int(pid), signal.SIGTERM)
             deadline = time.monotonic() + CANCEL_GRACE_SECONDS
@@ -432,7 +459,7 @@ class LocalOrchestrator(Orchestrator):
             os.killpg(pgid, signum)
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
-        return FileLogReader(Path(job.data["job_dir"]) / f"rank-{rank}.log")
+        return FileLogReader(_state(job).path / f"rank-{rank}.log")
 
     def diagnose(self) -> list[DiagnosticCheck]:
         """This machine as a one-node cluster: what jobs get, and the interpreter they run with."""

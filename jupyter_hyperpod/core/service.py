@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from ..backends import backend_class, create_orchestrator
 from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
+from ..backends.state import state_class
 from ..files import Partition, check_text, partition_dir
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from ..templates.spec import build_spec, parameter_values
@@ -105,6 +106,7 @@ class HyperPodService:
         """This service's lease in the job store: the local queue starts only its own jobs and
         those of owners that are gone (core/store.py `claim_start`)."""
         self._bind_store(self.orchestrator)
+        self._migrate_state(self.orchestrator)
         self._refresh_lock = threading.Lock()
         """Held by a status refresh and by a switch of orchestrator: never by a reader."""
         self._youngest: float | None = None
@@ -454,6 +456,14 @@ class HyperPodService:
         self._refresh_once()
         return self._youngest
 
+    def _migrate_state(self, orchestrator: Orchestrator) -> None:
+        """Rewrite the stored state of this backend's jobs in its current model (rows written
+        by older versions: e.g. Slurm's events, kept twice before, now only on the job)."""
+        for job_id, data in self.store.data_of(orchestrator.kind):
+            current = orchestrator.State.load(data).stored()
+            if current != data:
+                self.store.update(job_id, data=current)
+
     def _bind_store(self, orchestrator: Orchestrator) -> None:
         """Backends that queue jobs themselves (local) queue them in the shared store."""
         bind = getattr(orchestrator, "bind_store", None)
@@ -511,7 +521,8 @@ class HyperPodService:
             if getattr(updated, field) != getattr(job, field):
                 changes[field] = getattr(updated, field)
         if update.data:
-            changes["data"] = {**data, **update.data}
+            state = state_class(job.orchestrator)
+            changes["data"] = state.load(data).merged(update.data).stored()
         self.store.update(job.id, **changes)
         return updated
 
@@ -805,6 +816,7 @@ def _boto3_available() -> bool:
 
 
 def _stored(job: Job, data: dict[str, Any]) -> StoredJob:
+    """What a backend sees of a stored job: its data as the backend's typed `State`."""
     return StoredJob(
         id=job.id,
         spec=job.spec,
@@ -812,7 +824,8 @@ def _stored(job: Job, data: dict[str, Any]) -> StoredJob:
         backend_id=job.backend_id,
         created=job.created,
         started=job.started,
-        data=data,
+        data=state_class(job.orchestrator).load(data),
+        events=list(job.events),
     )
 
 

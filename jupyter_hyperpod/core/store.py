@@ -250,6 +250,14 @@ class JobStore:
             return f"{running} job(s) already running"
         return None
 
+    def data_of(self, orchestrator: str) -> list[tuple[str, dict[str, Any]]]:
+        """(id, backend data) of every job of one backend kind (to migrate its state model)."""
+        with self._cursor() as cursor:
+            rows = cursor.execute(
+                "SELECT id, data FROM jobs WHERE orchestrator = ?", (orchestrator,)
+            ).fetchall()
+        return [(job_id, json.loads(data)) for job_id, data in rows]
+
     def cancel_pending(self, job_id: str) -> bool:
         """CANCELLED if it is still PENDING (no process claimed it meanwhile): True if so."""
         with self._cursor() as cursor:

@@ -33,6 +33,7 @@ from .manifest import (
     to_yaml,
 )
 from .nodes import EFA_RESOURCE, GPU_RESOURCES, allocated_by_node, node_from_k8s
+from .state import KubernetesState
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ DRAIN_TIMEOUT_S = 15.0
 
 class KubernetesOrchestrator(Orchestrator):
     kind: ClassVar[Any] = "kubernetes"
+    State = KubernetesState
     default_cluster_fs_root: ClassVar[str | None] = "/data"
 
     kubeconfig = Unicode(
@@ -295,17 +297,17 @@ class KubernetesOrchestrator(Orchestrator):
         )
 
     def _kind_of(self, job: StoredJob) -> tuple[str, str, str, str]:
-        return job_kind(job.data.get("kind") or job.spec.kind, self.job_kind)
+        return job_kind(_state(job).kind or job.spec.kind, self.job_kind)
 
     def _namespace_of(self, job: StoredJob) -> str:
-        return str(job.data.get("namespace") or job.spec.namespace or self.namespace)
+        return str(_state(job).namespace or job.spec.namespace or self.namespace)
 
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
-        if any(job.data.get("adopted") for job in jobs):  # created elsewhere: queue.py
+        if any(_state(job).adopted for job in jobs):  # created elsewhere: queue.py
             from .queue import refresh_adopted
 
-            ours = [job for job in jobs if not job.data.get("adopted")]
-            adopted = [job for job in jobs if job.data.get("adopted")]
+            ours = [job for job in jobs if not _state(job).adopted]
+            adopted = [job for job in jobs if _state(job).adopted]
             return {**(self.refresh(ours) if ours else {}), **refresh_adopted(self, adopted)}
         groups: dict[tuple[str, tuple[str, str, str, str]], list[StoredJob]] = {}
         for job in jobs:
@@ -424,7 +426,7 @@ class KubernetesOrchestrator(Orchestrator):
 
     # -- logs ---------------------------------------------------------------------------------
     def _spool_dir(self, job: StoredJob) -> Path:
-        local = job.data.get("job_dir_local")
+        local = _state(job).job_dir_local
         if local:
             candidate = Path(local) / "k8s-logs"
             with contextlib.suppress(OSError):
@@ -492,12 +494,12 @@ class KubernetesOrchestrator(Orchestrator):
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         """Rank r's log: with one process per pod, the log of worker pod r; with several
         (torchrun --tee), the lines of local rank r % procs_per_node in pod r // procs_per_node."""
-        if job.data.get("adopted"):  # created elsewhere: the operator's pod labels (queue.py)
+        if _state(job).adopted:  # created elsewhere: the operator's pod labels (queue.py)
             from .queue import adopted_log_reader
 
             return adopted_log_reader(self, job, rank)
-        workers = int(job.data.get("workers") or job.spec.nodes)
-        per_pod = job.spec.procs_per_node if job.data.get("split_ranks") else 1
+        workers = int(_state(job).workers or job.spec.nodes)
+        per_pod = job.spec.procs_per_node if _state(job).split_ranks else 1
         if rank < 0 or rank >= workers * per_pod:
             raise NotFound(f"job {job.id} has ranks 0..{workers * per_pod - 1}, not {rank}")
         if not job.backend_id:
@@ -579,3 +581,7 @@ class KubernetesOrchestrator(Orchestrator):
         for follower in followers:
             follower.stop()
         self.kube.close()
+
+
+def _state(job: StoredJob) -> KubernetesState:
+    return KubernetesState.load(job.data)

@@ -35,6 +35,7 @@ from .script import (
     rank_log_name,
     render_script,
 )
+from .state import SlurmState
 
 CONFIG_TTL = 60.0
 
@@ -43,6 +44,7 @@ class SlurmOrchestrator(Orchestrator):
     """Drives Slurm through its command-line clients, as a person on the login node would."""
 
     kind = "slurm"
+    State = SlurmState
     default_cluster_fs_root = None  # login node and compute nodes share paths (HyperPod: /fsx)
 
     partition = Unicode(
@@ -233,26 +235,25 @@ class SlurmOrchestrator(Orchestrator):
         spec = launch.spec
         events = [f"submitted as Slurm job {slurm_id}"]
         events += [f"warning: {warning}" for warning in rendered.warnings]
-        data: dict[str, Any] = {
-            "slurm_id": slurm_id,
+        state = SlurmState(
+            slurm_id=slurm_id,
             # Where the script sends it; Slurm's own word (StdOut) replaces it once the job runs.
-            "stdout": output_path(launch.job_dir, slurm_id),
-            "stdout_known": False,
-            "job_dir": launch.job_dir,
-            "job_dir_local": str(local_dir),
-            "script": str(script),
-            "world_size": spec.world_size,
-            "procs_per_node": spec.procs_per_node,
-            "torchrun": uses_torchrun(spec, multi_node_cluster=True),
-            "slurm_state": "PENDING",
-            "events": events,
-        }
+            stdout=output_path(launch.job_dir, slurm_id),
+            stdout_known=False,
+            job_dir=launch.job_dir,
+            job_dir_local=str(local_dir),
+            script=str(script),
+            world_size=spec.world_size,
+            procs_per_node=spec.procs_per_node,
+            torchrun=uses_torchrun(spec, multi_node_cluster=True),
+            slurm_state="PENDING",
+        )
         return JobUpdate(
             backend_id=slurm_id,
             state=JobState.PENDING,
             events=events,
-            ranks=_ranks(data, None, JobState.PENDING),
-            data=data,
+            ranks=_ranks(state, None, JobState.PENDING),
+            data=state.stored(),
         )
 
     def _refusal(self, launch: Launch, error: BackendError) -> HyperPodError:
@@ -308,7 +309,7 @@ class SlurmOrchestrator(Orchestrator):
             for slurm_id in ids
             if slurm_id in records
             and records[slurm_id].state == JobState.RUNNING
-            and not ours[slurm_id].data.get("stdout_known")
+            and not _state(ours[slurm_id]).stdout_known
         ]
         if ended or started:
             for slurm_id, detail in self._details(ended, started).items():
@@ -353,13 +354,10 @@ class SlurmOrchestrator(Orchestrator):
 
     def _update_from(self, job: StoredJob, record: slurm_jobs.JobRecord) -> JobUpdate | None:
         state = record.state
-        previous = (
-            job.data.get("slurm_state"),
-            job.data.get("slurm_reason"),
-            job.data.get("nodes"),
-        )
-        now = (record.slurm_state, record.reason, record.nodes or job.data.get("nodes"))
-        new_path = bool(record.stdout) and not job.data.get("stdout_known")
+        known = _state(job)
+        previous = (known.slurm_state, known.slurm_reason, known.nodes)
+        now = (record.slurm_state, record.reason, record.nodes or known.nodes)
+        new_path = bool(record.stdout) and not known.stdout_known
         if state == job.state and now == previous and not state.finished and not new_path:
             return None
         data: dict[str, Any] = {"slurm_state": record.slurm_state, "slurm_reason": record.reason}
@@ -368,15 +366,14 @@ class SlurmOrchestrator(Orchestrator):
         if record.stdout:
             data["stdout"] = record.stdout
             data["stdout_known"] = True
-        merged = {**job.data, **data}
+        merged = known.merged(data)
         exit_code = record.exit_code
         if state.finished and exit_code is None:
             exit_code = _exit_code_file(merged)
         events = None
         if state != job.state:
             reason = f" ({record.reason})" if record.reason else ""
-            events = _with_event(job.data, f"Slurm: {record.slurm_state}{reason}")
-            data["events"] = events
+            events = _with_event(job, f"Slurm: {record.slurm_state}{reason}")
         return JobUpdate(
             state=state,
             state_reason=_state_reason(record),
@@ -390,11 +387,11 @@ class SlurmOrchestrator(Orchestrator):
 
     def _vanished(self, job: StoredJob) -> JobUpdate | None:
         """Slurm has forgotten the job (MinJobAge passed, no accounting): trust what it left us."""
-        code = _exit_code_file(job.data)
+        code = _exit_code_file(_state(job))
         if code is not None:
             state = JobState.SUCCEEDED if code == 0 else JobState.FAILED
             reason = "Slurm no longer knows this job; exit code from its exit-code file"
-        elif job.state == JobState.PENDING and not job.data.get("slurm_state"):
+        elif job.state == JobState.PENDING and not _state(job).slurm_state:
             return None
         else:
             state, code = JobState.FAILED, None
@@ -404,8 +401,8 @@ class SlurmOrchestrator(Orchestrator):
             state_reason=reason,
             ended=time.time(),
             exit_code=code,
-            events=_with_event(job.data, reason),
-            data={"slurm_state": "UNKNOWN", "events": _with_event(job.data, reason)},
+            events=_with_event(job, reason),
+            data={"slurm_state": "UNKNOWN"},
         )
 
     # -- cancel and logs -------------------------------------------------------------------------
@@ -427,18 +424,15 @@ class SlurmOrchestrator(Orchestrator):
             state=JobState.CANCELLED,
             state_reason=f"cancelled by {self.settings.user} (scancel {job.backend_id})",
             ended=time.time(),
-            events=_with_event(job.data, f"scancel {job.backend_id}"),
-            data={
-                "slurm_state": "CANCELLED",
-                "events": _with_event(job.data, f"scancel {job.backend_id}"),
-            },
+            events=_with_event(job, f"scancel {job.backend_id}"),
+            data={"slurm_state": "CANCELLED"},
         )
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
-        world = int(job.data.get("world_size") or job.spec.world_size)
+        world = int(_state(job).world_size or job.spec.world_size)
         if rank < 0 or rank >= world:
             raise InvalidRequest(f"rank must be between 0 and {world - 1}", field="rank")
-        return FileLogReader(_rank_log_local(job.data, rank))
+        return FileLogReader(_rank_log_local(_state(job), rank))
 
     def diagnose(self) -> list[DiagnosticCheck]:
         """The client commands, munge, slurmctld and the partition (backends/slurm/diagnose.py)."""
@@ -469,9 +463,13 @@ class SlurmOrchestrator(Orchestrator):
         pass
 
 
-def _with_event(data: dict[str, Any], event: str, keep: int = 20) -> list[str]:
-    """The job's recent events (kept in its data) with one more."""
-    return [*list(data.get("events") or []), event][-keep:]
+def _state(job: StoredJob) -> SlurmState:
+    return SlurmState.load(job.data)
+
+
+def _with_event(job: StoredJob, event: str, keep: int = 20) -> list[str]:
+    """The job's recent events (kept on the job, once) with one more."""
+    return [*job.events, event][-keep:]
 
 
 def _json_or_none(text: str) -> dict[str, Any] | None:
@@ -501,9 +499,9 @@ def _state_reason(record: slurm_jobs.JobRecord) -> str | None:
     return None
 
 
-def _local_path(data: dict[str, Any], cluster_path: str) -> str:
+def _local_path(data: SlurmState, cluster_path: str) -> str:
     """A path under the job directory, as this machine sees it."""
-    job_dir, local_dir = data.get("job_dir"), data.get("job_dir_local")
+    job_dir, local_dir = data.job_dir, data.job_dir_local
     if (
         job_dir
         and local_dir
@@ -513,17 +511,14 @@ def _local_path(data: dict[str, Any], cluster_path: str) -> str:
     return cluster_path
 
 
-def _rank_log_local(data: dict[str, Any], rank: int) -> str:
+def _rank_log_local(data: SlurmState, rank: int) -> str:
     if rank == 0:
-        return _local_path(
-            data,
-            str(data.get("stdout") or output_path(data.get("job_dir", ""), data.get("slurm_id"))),
-        )
-    return str(Path(str(data.get("job_dir_local", ""))) / rank_log_name(rank))
+        return _local_path(data, str(data.stdout or output_path(data.job_dir or "", data.slurm_id)))
+    return str(Path(data.job_dir_local or "") / rank_log_name(rank))
 
 
-def _exit_code_file(data: dict[str, Any]) -> int | None:
-    local_dir = data.get("job_dir_local")
+def _exit_code_file(data: SlurmState) -> int | None:
+    local_dir = data.job_dir_local
     if not local_dir:
         return None
     try:
@@ -532,16 +527,16 @@ def _exit_code_file(data: dict[str, Any]) -> int | None:
         return None
 
 
-def _ranks(data: dict[str, Any], nodes: str | None, state: JobState) -> list[RankInfo]:
-    world = int(data.get("world_size") or 1)
-    per_node = max(1, int(data.get("procs_per_node") or 1))
+def _ranks(data: SlurmState, nodes: str | None, state: JobState) -> list[RankInfo]:
+    world = int(data.world_size or 1)
+    per_node = max(1, int(data.procs_per_node or 1))
     hosts = slurm_jobs.expand_hostlist(nodes)
-    job_dir = str(data.get("job_dir", "")).rstrip("/")
+    job_dir = (data.job_dir or "").rstrip("/")
     ranks = []
     for rank in range(world):
         node = None
         if hosts:  # srun and torchrun's static rendezvous both place ranks in node blocks
             node = hosts[min(rank // per_node, len(hosts) - 1)]
-        log = data.get("stdout") if rank == 0 else f"{job_dir}/{rank_log_name(rank)}"
+        log = data.stdout if rank == 0 else f"{job_dir}/{rank_log_name(rank)}"
         ranks.append(RankInfo(rank=rank, node=node, state=state.value, log=log))
     return ranks
