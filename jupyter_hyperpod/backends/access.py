@@ -12,7 +12,6 @@ import os
 import pwd
 import stat
 from functools import lru_cache
-from pathlib import Path
 
 
 @lru_cache(maxsize=256)
@@ -42,31 +41,42 @@ def readable_by(path: str | None, user: str) -> tuple[bool, str | None]:
     machine does not know gets what this process may read."""
     if not path:
         return False, "the job writes no output file (not a batch job)"
-    target = Path(path)
     try:
-        info = target.stat()
+        info = os.stat(path)
     except OSError:
         return False, f"no log yet at {path}"
     identity = _identity(user)
     if identity is None:
-        if os.access(target, os.R_OK):
+        if os.access(path, os.R_OK):
             return True, None
         return False, f"{path} is not readable here"
     uid, gids = identity
-    for parent in list(target.parents)[::-1]:
-        try:
-            if not _allowed(parent.stat(), uid, gids, stat.S_IXUSR):
-                return False, f"{user} may not enter {parent} (permissions)"
-        except OSError:
-            return False, f"{parent} is not reachable"
+    parent = os.path.dirname(os.path.abspath(path))
+    blocked = _blocked_parent(parent, uid, gids)
+    if blocked:
+        return False, f"{user} may not enter {blocked} (permissions)"
     if not _allowed(info, uid, gids, stat.S_IRUSR):
         return (
             False,
             f"{user} may not read {path} (owner {_owner(info)}, mode {info.st_mode & 0o777:o})",
         )
-    if not os.access(target, os.R_OK):
+    if not os.access(path, os.R_OK):
         return False, f"{path} is not readable by this server"
     return True, None
+
+
+def _blocked_parent(directory: str, uid: int, gids: frozenset[int]) -> str | None:
+    """The first directory from / down to `directory` that the user may not search, if any."""
+    parts = directory.strip("/").split("/") if directory.strip("/") else []
+    current = "/"
+    for part in ["", *parts]:
+        current = os.path.join(current, part) if part else current
+        try:
+            if not _allowed(os.stat(current), uid, gids, stat.S_IXUSR):
+                return current
+        except OSError:
+            return current
+    return None
 
 
 def _owner(info: os.stat_result) -> str:
@@ -83,7 +93,7 @@ def log_access(path: str | None, user: str, owner: str) -> tuple[bool, str | Non
         return readable_by(path, user)
     if not path:
         return False, "the job writes no output file (not a batch job)"
-    if not Path(path).exists():
+    if not os.path.exists(path):
         return False, f"no log yet at {path}"
     if not os.access(path, os.R_OK):
         return False, f"{path} is not readable by this server"

@@ -145,15 +145,13 @@ def _numeric(value: str) -> str:
     return value.rjust(20, "0") if value.isdigit() else value
 
 
-def place_pending(jobs: list[QueueJob]) -> None:
-    """Set `position` of every pending job within its partition/queue."""
-    by_queue: dict[str | None, list[QueueJob]] = {}
+def place_pending(jobs: list[QueueJob]) -> QueueOrder:
+    """Set `position` of every pending job within its partition/queue; returns the order."""
+    order = QueueOrder.of(jobs)
     for job in jobs:
-        if job.state is JobState.PENDING:
-            by_queue.setdefault(job.partition, []).append(job)
-    for members in by_queue.values():
-        for index, job in enumerate(sorted(members, key=scheduling_order), start=1):
-            job.position = index
+        if job.id in order.place and job.state is JobState.PENDING:
+            job.position = order.place[job.id] + 1
+    return order
 
 
 def _ordinal(number: int) -> str:
@@ -170,17 +168,49 @@ def _holding(job: QueueJob) -> str:
     return f"{job.id} {job.name} ({job.user}, {', '.join(parts)})"
 
 
-def explain(job: QueueJob, jobs: list[QueueJob], *, now: float | None = None, keep: int = 3) -> str:
+@dataclass
+class QueueOrder:
+    """Each partition's pending jobs in scheduling order and its running jobs, computed once per
+    snapshot (explaining every pending job of mine costs one pass, not one sort each)."""
+
+    pending: dict[str | None, list[QueueJob]]
+    place: dict[str, int]
+    running: dict[str | None, list[QueueJob]]
+
+    @classmethod
+    def of(cls, jobs: list[QueueJob]) -> QueueOrder:
+        pending: dict[str | None, list[QueueJob]] = {}
+        running: dict[str | None, list[QueueJob]] = {}
+        for job in jobs:
+            if job.state is JobState.PENDING:
+                pending.setdefault(job.partition, []).append(job)
+            elif job.state is JobState.RUNNING:
+                running.setdefault(job.partition, []).append(job)
+        place: dict[str, int] = {}
+        for members in pending.values():
+            members.sort(key=scheduling_order)
+            for index, job in enumerate(members):
+                place[job.id] = index
+        for members in running.values():
+            members.sort(key=lambda j: (-(j.gpus or 0), -(j.nodes or 0), j.started or 0.0))
+        return cls(pending=pending, place=place, running=running)
+
+
+def explain(
+    job: QueueJob,
+    jobs: list[QueueJob] | QueueOrder,
+    *,
+    now: float | None = None,
+    keep: int = 3,
+) -> str:
     """Where a pending job is in its queue and what holds the resources it waits for."""
+    order = jobs if isinstance(jobs, QueueOrder) else QueueOrder.of(jobs)
     where = job.partition or "the queue"
-    pending = sorted(
-        (j for j in jobs if j.state is JobState.PENDING and j.partition == job.partition),
-        key=scheduling_order,
-    )
-    ahead = pending[: pending.index(job)] if job in pending else []
-    running = [j for j in jobs if j.state is JobState.RUNNING and j.partition == job.partition]
-    running.sort(key=lambda j: (-(j.gpus or 0), -(j.nodes or 0), j.started or 0.0))
-    text = f"{_ordinal(len(ahead) + 1)} of {len(pending)} pending on {where}"
+    pending = order.pending.get(job.partition, [])
+    index = order.place.get(job.id, len(pending))
+    ahead = pending[:index]
+    running = order.running.get(job.partition, [])
+    text = f"{_ordinal(index + 1)} of {len(pending)} pending on {where}"
     if job.reason:
         text = f"{job.reason}: {text}"
     if ahead:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from .service import HyperPodService
 
 MAX_LOG_TAIL = 10_000
+STALE_SECONDS = 30.0
+"""An older snapshot is never shown: the page waits for the cluster."""
 log = logging.getLogger(__name__)
 
 
@@ -41,27 +43,66 @@ class QueueView:
         self._lock = threading.Lock()
         self._snapshot: QueueSnapshot | None = None
         self._kind: str | None = None
+        self._taking = threading.Lock()
+        self._refreshing = False
 
     def invalidate(self) -> None:
         with self._lock:
             self._snapshot = None
 
     def snapshot(self, *, max_age: float = QUEUE_TTL_SECONDS) -> QueueSnapshot:
-        """The queue now, or the one taken less than max_age seconds ago on the same backend."""
-        orchestrator = self.service.orchestrator
-        with self._lock:
-            current = self._snapshot
-            if (
-                current is not None
-                and self._kind == orchestrator.kind
-                and time.monotonic() - current.taken < max_age
-            ):
+        """The queue now, or the one taken less than max_age seconds ago on the same backend.
+        A snapshot older than that but younger than STALE_SECONDS is answered at once while a
+        new one is taken in the background (a page never waits for squeue twice in a row);
+        max_age=0 always asks the cluster."""
+        current = self._current()
+        if current is not None:
+            age = time.monotonic() - current.taken
+            if age < max_age:
                 return current
-        snapshot = orchestrator.queue()
-        self._mark(snapshot)
+            if max_age > 0 and age < STALE_SECONDS:
+                self._refresh_soon()
+                return current
+        return self._take()
+
+    def _current(self) -> QueueSnapshot | None:
         with self._lock:
-            self._snapshot, self._kind = snapshot, orchestrator.kind
-        return snapshot
+            if self._snapshot is not None and self._kind == self.service.orchestrator.kind:
+                return self._snapshot
+        return None
+
+    def _take(self) -> QueueSnapshot:
+        """One cluster query at a time: a caller that arrives while one runs gets its result."""
+        started = time.monotonic()
+        with self._taking:
+            current = self._current()
+            if current is not None and current.taken >= started:
+                return current
+            orchestrator = self.service.orchestrator
+            snapshot = orchestrator.queue()
+            self._mark(snapshot)
+            with self._lock:
+                self._snapshot, self._kind = snapshot, orchestrator.kind
+            return snapshot
+
+    def _refresh_soon(self) -> None:
+        with self._lock:
+            if self._refreshing:
+                return
+            self._refreshing = True
+
+        def refresh() -> None:
+            try:
+                self._take()
+            except HyperPodError as error:
+                log.info("queue refresh failed: %s", error.message)
+            except Exception:
+                log.exception("queue refresh failed")
+            finally:
+                with self._lock:
+                    self._refreshing = False
+
+        threading.Thread(target=refresh, name="hyperpod-queue", daemon=True).start()
 
     def _mark(self, snapshot: QueueSnapshot) -> None:
         service = self.service
@@ -70,13 +111,14 @@ class QueueView:
             cluster=service.cluster_name,
             user=service.settings.user,
         )
-        place_pending(snapshot.jobs)
+        order = place_pending(snapshot.jobs)
+        now = time.time()
         for row in snapshot.jobs:
             if row.mine:
                 row.job_id = row.job_id or known.get(row.id)
                 row.adoptable = row.job_id is None
                 if row.state is JobState.PENDING:
-                    row.explanation = explain(row, snapshot.jobs)
+                    row.explanation = explain(row, order, now=now)
 
     def page(
         self,
