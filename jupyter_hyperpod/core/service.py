@@ -29,6 +29,7 @@ from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from ..templates.spec import build_spec, parameter_values
 from .api import (
     Diagnosis,
+    DiagnosticCheck,
     LogEvent,
     RankArg,
     SubmitBody,
@@ -733,6 +734,7 @@ class HyperPodService:
             partition=self.partition.root,
             mlflow_uri=self.mlflow_uri_for_server(),
             backend=self.orchestrator.diagnose,
+            extra=[("GPU metrics", self._gpu_check)],
         )
         where = "the Jupyter server" if self.server_root is not None else "this process"
         return Diagnosis(
@@ -740,6 +742,15 @@ class HyperPodService:
             orchestrator=kind,
             where=f"{where} (pid {os.getpid()}, user {self.settings.user})",
             checks=checks,
+        )
+
+    def _gpu_check(self) -> DiagnosticCheck:
+        """The GPU metrics endpoint answers PromQL and has DCGM series (or the local GPUs read)."""
+        from ..gpu.reader import check_gpu
+
+        status, detail, fix = check_gpu(self.settings, self.orchestrator.kind)
+        return DiagnosticCheck.model_validate(
+            {"name": "GPU metrics", "status": status, "detail": detail, "fix": fix}
         )
 
     def follow(
