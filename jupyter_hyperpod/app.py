@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -90,6 +91,7 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
             hyperpod_service=self.service, hyperpod_executor=executor, hyperpod_pools=self._pools
         )
         self._executor = executor
+        self._start_gpu_sampler()
         self.log.info(
             "jupyter-hyperpod: %s cluster, partition %s, user %s",
             self.service.orchestrator.kind,
@@ -98,6 +100,19 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         )
         # Job states keep moving (and local pending jobs start) with nobody watching: the
         # service's tracker refreshes them in its own thread (core/tracker.py).
+
+    def _start_gpu_sampler(self) -> None:
+        """Local backend, no metrics endpoint: sample this machine's GPUs from the start (in
+        a thread: the first probe runs nvidia-smi), so that every job has a GPU history."""
+        service = self.service
+        if (
+            service is not None
+            and service.orchestrator.kind == "local"
+            and not self.gpu_metrics_url
+        ):
+            threading.Thread(
+                target=service.gpu.local, name="hyperpod-gpu-probe", daemon=True
+            ).start()
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
