@@ -1,0 +1,259 @@
+"""The import layering of docs/architecture.md, read from the source with `ast` (no import runs):
+
+- no import circle among jupyter_hyperpod modules (module-level and function-level imports;
+  imports under `if TYPE_CHECKING:` are for the type checker only and do not count);
+- `core` is the ground: its modules import nothing of jupyter_hyperpod outside `core`, except
+  `core.service`, the composition root, whose imports of the adapters are listed in
+  SERVICE_ADAPTERS (the list may only shrink) and which never imports an entry point;
+- the adapters (backends, files, templates, aws, gpu, metrics, progress) never import the
+  service or an entry point; the REST client imports only `core` (and REST models); nothing
+  imports the CLI but the CLI and the magics (so `doctor` does not).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_hyperpod"
+ROOT = "jupyter_hyperpod"
+
+ENTRY_POINTS = (
+    "jupyter_hyperpod.app",
+    "jupyter_hyperpod.handlers",
+    "jupyter_hyperpod.queue_handlers",
+    "jupyter_hyperpod.openapi",
+    "jupyter_hyperpod.cli",
+    "jupyter_hyperpod.magics",
+    "jupyter_hyperpod.doctor",
+    "jupyter_hyperpod.render",
+    "jupyter_hyperpod.demo",
+    "jupyter_hyperpod.admin.cli",
+    "jupyter_hyperpod.admin.__main__",
+)
+ADAPTERS = (
+    "jupyter_hyperpod.backends",
+    "jupyter_hyperpod.files",
+    "jupyter_hyperpod.templates",
+    "jupyter_hyperpod.aws",
+    "jupyter_hyperpod.gpu",
+    "jupyter_hyperpod.metrics",
+    "jupyter_hyperpod.progress",
+    "jupyter_hyperpod.admin",
+)
+SERVICE = "jupyter_hyperpod.core.service"
+SERVICE_ADAPTERS = {
+    # What the composition root still builds itself instead of being given (issue 11): each
+    # one removed from here (injected, or moved into core) tightens the test.
+    "jupyter_hyperpod.aws",
+    "jupyter_hyperpod.backends",
+    "jupyter_hyperpod.files",
+    "jupyter_hyperpod.gpu",
+    "jupyter_hyperpod.metrics",
+    "jupyter_hyperpod.progress",
+    "jupyter_hyperpod.templates",
+}
+CORE_EXCEPTIONS = {
+    # core.settings validates the orchestrator name against the backends' registry (entry points).
+    ("jupyter_hyperpod.core.settings", "jupyter_hyperpod.backends"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        if "labextension" in path.parts or "__pycache__" in path.parts:
+            continue
+        found[module_name(path)] = path
+    return found
+
+
+def _imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that runs: at module level or inside functions and classes."""
+
+    def visit(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+        for node in body:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                yield from visit(node.orelse)
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                yield node
+                continue
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                children = getattr(node, field, None)
+                if isinstance(children, list):
+                    yield from visit([c for c in children if isinstance(c, ast.stmt)])
+                    for handler in children:
+                        if isinstance(handler, ast.ExceptHandler):
+                            yield from visit(handler.body)
+
+    yield from visit(tree.body)
+
+
+def _known(name: str) -> str | None:
+    """The jupyter_hyperpod module a dotted name refers to (a module, or its package)."""
+    while name:
+        if name in modules():
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+@cache
+def graph() -> dict[str, frozenset[str]]:
+    """module -> the jupyter_hyperpod modules it imports."""
+    edges: dict[str, frozenset[str]] = {}
+    for name, path in modules().items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                candidates = [alias.name for alias in node.names]
+            else:
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    origin = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    origin = node.module or ""
+                # `from pkg import mod` imports the submodule; `from mod import name` the module.
+                candidates = [
+                    f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in modules() else origin
+                    for alias in node.names
+                ]
+            for candidate in candidates:
+                target = _known(candidate) if candidate.startswith(ROOT) else None
+                if target and target != name:
+                    targets.add(target)
+        edges[name] = frozenset(targets)
+    return edges
+
+
+def inside(module: str, prefixes: tuple[str, ...] | set[str] | str) -> bool:
+    if isinstance(prefixes, str):
+        prefixes = (prefixes,)
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def cycles(edges: dict[str, frozenset[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def violations(edges: dict[str, frozenset[str]]) -> list[str]:
+    problems = []
+    for module, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            edge = f"{module} -> {target}"
+            if inside(module, "jupyter_hyperpod.core") and not inside(
+                target, "jupyter_hyperpod.core"
+            ):
+                if module == SERVICE:
+                    if inside(target, ENTRY_POINTS) or inside(target, "jupyter_hyperpod.client"):
+                        problems.append(f"the service imports an entry point: {edge}")
+                    elif not inside(target, SERVICE_ADAPTERS):
+                        problems.append(f"the service imports a new adapter: {edge}")
+                elif not any(module == m and inside(target, t) for m, t in CORE_EXCEPTIONS):
+                    problems.append(f"core imports upward: {edge}")
+            if (
+                inside(module, ADAPTERS)
+                and not inside(module, ENTRY_POINTS)
+                and (
+                    target == SERVICE
+                    or inside(target, ENTRY_POINTS)
+                    or inside(target, "jupyter_hyperpod.client")
+                )
+            ):
+                problems.append(f"an adapter imports the service or an entry point: {edge}")
+            if module == "jupyter_hyperpod.client" and not (
+                inside(target, "jupyter_hyperpod.core") or target.endswith(".models")
+            ):
+                problems.append(f"the REST client imports more than core: {edge}")
+            if inside(target, "jupyter_hyperpod.cli") and not (
+                inside(module, ("jupyter_hyperpod.cli", "jupyter_hyperpod.magics"))
+            ):
+                problems.append(f"only the CLI and the magics use the CLI: {edge}")
+    return problems
+
+
+def test_no_import_circle() -> None:
+    assert cycles(graph()) == []
+
+
+def test_core_is_the_ground_and_layers_point_down() -> None:
+    assert violations(graph()) == []
+
+
+def test_the_service_still_needs_every_listed_adapter() -> None:
+    """SERVICE_ADAPTERS only shrinks: an adapter the service no longer imports must leave it."""
+    used = {a for a in SERVICE_ADAPTERS if any(inside(t, a) for t in graph()[SERVICE])}
+    assert used == SERVICE_ADAPTERS
+
+
+def test_the_checks_catch_what_they_should() -> None:
+    """The rules fail on the mistakes they exist for (a check that cannot fail checks nothing)."""
+    edges = dict(graph())
+    edges["jupyter_hyperpod.core.models"] = edges["jupyter_hyperpod.core.models"] | {
+        "jupyter_hyperpod.files"
+    }
+    edges[SERVICE] = edges[SERVICE] | {"jupyter_hyperpod.handlers"}
+    edges["jupyter_hyperpod.doctor"] = edges["jupyter_hyperpod.doctor"] | {"jupyter_hyperpod.cli"}
+    found = violations(edges)
+    assert "core imports upward: jupyter_hyperpod.core.models -> jupyter_hyperpod.files" in found
+    assert any("the service imports an entry point" in p for p in found)
+    assert any("only the CLI and the magics" in p and "doctor" in p for p in found)
+    assert cycles({"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"})}) == [
+        ["a", "b", "c"]
+    ]
+    # The real graph is read: the CLI's verbs import the API protocol, the service its store.
+    assert "jupyter_hyperpod.core.api" in graph()["jupyter_hyperpod.cli.verbs"]
+    assert "jupyter_hyperpod.core.store" in graph()[SERVICE]
