@@ -327,7 +327,7 @@ class JobGpuHandler(HyperPodAPIHandler):
             raise InvalidRequest(
                 f"step must be a number of seconds, not '{raw}'", field="step"
             ) from None
-        self.send(await self.run_in("backend", self.service.job_gpu, job_id, step))
+        self.send(await self.run_in("backend", self.service.job_gpu, job_id, step=step))
 
 
 class LogStreamHandler(

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ..gpu.models import GpuNodes, JobGpu
 from .errors import InvalidRequest, validation_error
 
 # The log events of `follow` are the frames of the one log protocol.
@@ -112,6 +113,14 @@ class HyperPodAPI(Protocol):
         ...
 
     def metrics(self, job_id: str) -> JobMetrics: ...
+
+    def gpu_nodes(self) -> GpuNodes:
+        """Each node's GPUs now (DCGM series, or this machine's); none, with the reason."""
+        ...
+
+    def job_gpu(self, job_id: str, *, step: float | None = None) -> JobGpu:
+        """The job's GPU utilisation and memory over its run."""
+        ...
 
     def aws_clusters(self, region: str | None = None) -> AwsClusterList:
         """The HyperPod clusters of the region, each connectable or with the reason why not."""

@@ -25,6 +25,7 @@ from ..backends import backend_class, create_orchestrator
 from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..backends.state import state_class
 from ..files import Partition, check_text, partition_dir
+from ..gpu import GpuMetrics, GpuNodes, JobGpu
 from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
 from ..templates.spec import build_spec, parameter_values
 from .api import (
@@ -785,23 +786,23 @@ class HyperPodService:
         return found
 
     # -- GPU metrics (DCGM series in Prometheus/AMP/Grafana; NVML or nvidia-smi locally) ------
-    _gpu: Any = None
+    _gpu: GpuMetrics | None = None
 
     @property
-    def gpu(self) -> Any:
-        """The GPU metrics reader (`jupyter_hyperpod.gpu.GpuMetrics`), made on first use."""
+    def gpu(self) -> GpuMetrics:
+        """The GPU metrics reader, made on first use."""
         if self._gpu is None:
             from ..gpu import GpuMetrics
 
             self._gpu = GpuMetrics(self.settings)
         return self._gpu
 
-    def gpu_nodes(self) -> Any:
-        """Each node's GPUs now (`GpuNodes`); no source: none, with the reason."""
+    def gpu_nodes(self) -> GpuNodes:
+        """Each node's GPUs now; no source: none, with the reason."""
         return self.gpu.nodes(self.orchestrator.kind)
 
-    def job_gpu(self, job_id: str, step: float | None = None) -> Any:
-        """The job's GPU utilisation and memory over its run (`JobGpu`)."""
+    def job_gpu(self, job_id: str, *, step: float | None = None) -> JobGpu:
+        """The job's GPU utilisation and memory over its run."""
         if step is not None and not 1 <= step <= 3600:
             raise InvalidRequest("step must be between 1 and 3600 seconds", field="step")
         job, data = self._get(job_id)
