@@ -202,10 +202,14 @@ class Partition:
                 f"the path is too long: {PATH_MAX - 1} bytes at most, partition included",
                 field=field,
             )
+        # Resolved as far as it exists, the rest lexically. What realpath leaves unresolved is
+        # a symlink loop: the result is then still a symlink, or the kernel says ELOOP.
+        real = os.path.realpath(joined)
         try:
-            real = os.path.realpath(joined, strict=True)
+            if stat.S_ISLNK(os.lstat(real).st_mode):
+                raise OSError(errno.ELOOP, "symlink loop")
         except (FileNotFoundError, NotADirectoryError):
-            real = os.path.realpath(joined)  # resolved as far as it exists, the rest lexically
+            pass
         except OSError as error:
             raise os_error(error, relative, field=field) from None
         candidate = Path(real)
