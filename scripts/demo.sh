@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
-hyperpod_venv training,mlflow
+hyperpod_venv demo
 
 DEMO=$(realpath -m "${HYPERPOD_DEMO_DIR:-demo-fs}")
 python -m jupyter_hyperpod.demo "$DEMO"

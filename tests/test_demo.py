@@ -178,5 +178,5 @@ def test_the_demo_command_runs_without_root_or_apt() -> None:
         output = server.communicate(timeout=30)[0]
         shutil.rmtree(top, ignore_errors=True)
     # Progress was shown while installing, and nothing asked for root.
-    assert "==> pip install -e .[training,mlflow]" in output and "Collecting" in output, output
+    assert "==> pip install -e .[demo]" in output and "Collecting" in output, output
     assert "apt-get" not in output and "Permission denied" not in output, output
