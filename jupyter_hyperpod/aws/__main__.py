@@ -25,7 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     describe.add_argument("cluster")
     connect = commands.add_parser(
-        "connect", parents=[common], help="write a kubeconfig context for an EKS HyperPod cluster"
+        "connect",
+        parents=[common],
+        help="connect to an EKS HyperPod cluster: `jupyter hyperpod connect` (the core's connect: "
+        "it writes the kubeconfig context and switches the running server, or this process)",
     )
     connect.add_argument("cluster")
     connect.add_argument("--kubeconfig", default=None)
@@ -45,31 +48,30 @@ def main(argv: list[str] | None = None) -> int:
     from . import fsx as fsx_mod
     from .calls import session
 
+    if args.command == "connect":
+        # One connect: the core's (its connectable checks, the switch of a running server).
+        from ..cli import main as cli_main
+
+        options = [("--region", args.region), ("--profile", args.profile)]
+        options += [("--kubeconfig", args.kubeconfig), ("--namespace", args.namespace)]
+        argv = ["connect", args.cluster, "--json", "--auth", args.auth]
+        return cli_main(argv + [part for name, value in options if value for part in (name, value)])
+
     result: Any
     try:
         if args.command == "token":
             aws = session(args.region, args.profile)
             print(eks.token_json(aws.client("sts", region_name=args.region), args.cluster_name))
             return 0
-        if args.command == "connect":
-            result = discovery.connect(
-                args.cluster,
-                region=args.region,
-                kubeconfig=args.kubeconfig,
-                namespace=args.namespace,
-                auth=args.auth,
-                profile=args.profile,
-            )
+        aws = session(
+            args.region or discovery.region_of(getattr(args, "cluster", "")), args.profile
+        )
+        if args.command == "clusters":
+            result = hyperpod.list_clusters(aws.client("sagemaker"))
+        elif args.command == "describe":
+            result = hyperpod.describe_cluster(aws.client("sagemaker"), args.cluster)
         else:
-            aws = session(
-                args.region or discovery.region_of(getattr(args, "cluster", "")), args.profile
-            )
-            if args.command == "clusters":
-                result = hyperpod.list_clusters(aws.client("sagemaker"))
-            elif args.command == "describe":
-                result = hyperpod.describe_cluster(aws.client("sagemaker"), args.cluster)
-            else:
-                result = fsx_mod.describe_fsx(aws.client("fsx"), args.file_system_id)
+            result = fsx_mod.describe_fsx(aws.client("fsx"), args.file_system_id)
     except HyperPodError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +67,23 @@ def test_connect_from_the_cli(jupyter_env: dict[str, str]) -> None:
     ]
     missing = cli(jupyter_env, "connect", "no-such-cluster")
     assert missing.returncode == 3 and "sagemaker:DescribeCluster" in missing.stderr
+
+    # `python -m jupyter_hyperpod.aws connect` is the same connect (the core's), as JSON.
+    kubeconfig = Path(jupyter_env["JUPYTER_CONFIG_DIR"]) / "kubeconfig"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "jupyter_hyperpod.aws", "connect", "ml-cluster"),
+            *("--kubeconfig", str(kubeconfig), "--namespace", "team-b"),
+        ],
+        env=jupyter_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    connected = json.loads(done.stdout)
+    assert connected["orchestrator"] == "kubernetes" and connected["name"] == "ml-cluster"
+    written = yaml.safe_load(kubeconfig.read_text())
+    assert written["current-context"] == connected["details"]["context"]
+    assert connected["details"]["namespace"] == "team-b"
