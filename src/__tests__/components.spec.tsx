@@ -102,7 +102,12 @@ function fakeClient(nodes: INode[] = []) {
         language: 'shell',
         text: `python ${body.params.script} # ${body.name}`,
         spec: {},
-        warnings: []
+        warnings: [],
+        values: {
+          script: body.params.script ?? null,
+          nodes: body.params.nodes ?? 1,
+          image: body.params.image ?? 'hyperpod:latest'
+        }
       };
     },
     submit: async (body: ITemplateSubmission) => {
@@ -178,6 +183,46 @@ describe('SubmitView', () => {
       template: 'script',
       params: { script: 'p/train.py', nodes: 1 }
     });
+  });
+
+  it('shows what the job will use, sends only what was set, then starts fresh', async () => {
+    const { client, submitted } = fakeClient();
+    const model = new HyperpodModel(client);
+    await model.loadTemplates();
+    render(<SubmitView model={model} onSubmitted={jest.fn()} />);
+    act(() =>
+      model.requestSubmit({
+        template: 'script',
+        params: { script: 'p/train.py', image: null }
+      })
+    );
+    const button = await screen.findByRole('button', { name: /Submit job/ });
+    const image = screen.getByLabelText('Container image') as HTMLInputElement;
+    await waitFor(() => expect(image.placeholder).toBe('hyperpod:latest'), {
+      timeout: 3000
+    });
+    expect(image.value).toBe('');
+    await waitFor(
+      () => expect((button as HTMLButtonElement).disabled).toBe(false),
+      { timeout: 3000 }
+    );
+    const name = (screen.getByLabelText(/Job name/) as HTMLInputElement).value;
+    fireEvent.click(button);
+    await waitFor(() => expect(submitted).toHaveLength(1));
+    // Nodes (untouched, default 1) and the image are left to the server.
+    expect(submitted[0]).toEqual({
+      name,
+      template: 'script',
+      params: { script: 'p/train.py' }
+    });
+    await waitFor(() =>
+      expect((screen.getByLabelText(/Script/) as HTMLInputElement).value).toBe(
+        ''
+      )
+    );
+    expect(
+      (screen.getByLabelText(/Job name/) as HTMLInputElement).value
+    ).toMatch(/^script-\d{4}-\d{6}$/);
   });
 
   it('unfolds the advanced options when one of them is wrong', async () => {

@@ -516,7 +516,13 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             onChange={event => {
               const next = templates.find(t => t.name === event.target.value);
               if (next) {
-                setState({ ...freshState(next), name: state.name });
+                // A name the user typed stays; a suggested one follows the template.
+                setState({
+                  ...freshState(next),
+                  name: touched.has(NAME_FIELD)
+                    ? state.name
+                    : suggestName(next.name)
+                });
                 setServerErrors({});
                 setGeneral(null);
               }
