@@ -191,3 +191,41 @@ def test_the_jobs_of_a_process_that_is_gone_are_adopted(config: dict[str, Any]) 
         assert second.store.owner_of(queued.id) == second.owner
     finally:
         second.close()
+
+
+def test_a_row_being_submitted_is_left_alone_and_one_left_behind_fails(
+    config: dict[str, Any],
+) -> None:
+    from jupyter_hyperpod.core.models import Job, JobSpec
+
+    service = HyperPodService(HyperPodSettings(**config))
+    try:
+
+        def half_submitted(name: str, owner: str) -> str:
+            """A row as submit stores it before the backend has it (a kill -9 just then)."""
+            job = Job(
+                id=f"{name}-000000",
+                name=name,
+                user=service.settings.user,
+                orchestrator="local",
+                state=JobState.PENDING,
+                created=time.time() - 5,
+                spec=JobSpec(name=name, command=["counter.py", "1", "0"]),
+            )
+            service.store.insert(job, service.cluster_name, {"mlflow_uri": "sqlite:///x.db"})
+            service.store.set_owner(job.id, owner)
+            return job.id
+
+        mine = half_submitted("inflight", service.owner)
+        gone = half_submitted("orphan", "a-process-that-was-killed")
+        service.refresh(max_age=0)
+        assert service.tracker.stale is None
+        assert service.job(mine).state is JobState.PENDING  # its submit is still under way
+        orphan = service.job(gone)
+        assert orphan.state is JobState.FAILED and "did not complete" in (orphan.state_reason or "")
+        # Neither holds a place in the queue (limit 1, both older): the next job starts at once.
+        after = service.submit({"name": "next", "command": ["counter.py", "1", "0"]})
+        assert after.state is JobState.RUNNING
+        wait_state(service, after.id, {JobState.SUCCEEDED})
+    finally:
+        service.close()

@@ -419,7 +419,6 @@ class HyperPodService:
             user=self.settings.user,
             orchestrator=self.orchestrator.kind,
             state=JobState.PENDING,
-            state_reason="submitting",
             created=time.time(),
             spec=spec,
         )

@@ -199,6 +199,16 @@ class JobStore:
             row = cursor.execute("SELECT owner FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return row[0] if row else None
 
+    def owner_alive(self, job_id: str) -> bool:
+        """The service that owns the job still holds its lease."""
+        with self._cursor() as cursor:
+            row = cursor.execute(
+                "SELECT 1 FROM jobs JOIN leases ON leases.owner = jobs.owner "
+                "WHERE jobs.id = ? AND leases.expires > ?",
+                (job_id, time.time()),
+            ).fetchone()
+        return row is not None
+
     def claim_start(
         self, job_id: str, owner: str, *, orchestrator: str, cluster: str, limit: int
     ) -> str | None:
@@ -236,8 +246,10 @@ class JobStore:
             if alive:
                 return "queued by another process sharing this job store: it starts the job"
         scope = "orchestrator = ? AND cluster = ?"
+        # Queued jobs only: a row still being submitted (no job directory yet) holds no place.
         older = cursor.execute(
-            f"SELECT id FROM jobs WHERE {scope} AND state = 'PENDING' ORDER BY created, id LIMIT 1",
+            f"SELECT id FROM jobs WHERE {scope} AND state = 'PENDING' "
+            "AND json_extract(data, '$.job_dir') IS NOT NULL ORDER BY created, id LIMIT 1",
             (orchestrator, cluster),
         ).fetchone()
         if older is not None and older[0] != job_id:
