@@ -252,4 +252,21 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
         "server, or this process), what it uses (file system, partition, orchestrator) and what "
         "it checked",
     )
+    admin = verbs.add_parser(
+        "admin",
+        help="cluster-admin tools (per-user partitions); no server is used",
+        description="cluster-admin tools, run on a machine with the file system mounted",
+    )
+    tools = admin.add_subparsers(dest="admin_tool", metavar="TOOL", parser_class=Parser)
+    tools.required = True
+    from ..admin.cli import add_arguments as partition_arguments
+
+    partition_arguments(
+        tools.add_parser(
+            "partitions",
+            help="per-user partitions: list, create or repair (owner, mode, Studio association)",
+            description="the partition of every user profile of the Studio domain (or every "
+            "directory under the root): exists, owner, mode, associated; create/repair fix them",
+        )
+    )
     return parser

@@ -341,6 +341,14 @@ def run(
         raise CommandError(
             "%%hyperpod (a cell) only works with submit: %%hyperpod submit [options]", EXIT_USAGE
         )
+    if args.verb == "admin":  # the admin's tools touch the file system and AWS, no core
+        from ..admin.cli import partitions
+
+        try:
+            report = partitions(args)
+        except HyperPodError as error:
+            raise command_error(error) from None
+        return Outcome(report, report.exit_code), args
     verb = VERBS[args.verb]
     owned = api is None and not keep_api
     try:

@@ -66,3 +66,33 @@ def test_errors_have_exit_codes(cluster: dict[str, Any], tmp_path: Path) -> None
     assert missing.returncode == 3 and "is not a directory" in missing.stderr
     bad = admin("create", "--root", str(cluster["root"]), "--user", "../x")
     assert bad.returncode == 2
+
+
+def test_the_jupyter_hyperpod_admin_verb(cluster: dict[str, Any]) -> None:  # noqa: F811
+    """The same tool as `jupyter hyperpod admin partitions` (the CLI's verb table; no server)."""
+    root: Path = cluster["root"]
+    where = ["--root", str(root), "--domain-id", cluster["domain"]]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "jupyter_hyperpod.cli", "admin", "partitions", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": os.getcwd(), "JUPYTER_HYPERPOD_URL": ""},
+        )
+
+    listed = cli("list", *where, "--json")
+    assert listed.returncode == 1, listed.stderr
+    assert {p["user"] for p in json.loads(listed.stdout)["partitions"]} == {
+        "alice",
+        "bob",
+        "carol",
+        "dave",
+    }
+    created = cli("create", *where)
+    assert created.returncode == 0, created.stderr
+    assert "create: 5 step(s) ran:" in created.stdout
+    assert owner_mode(root / "bob") == (200001, 1001, 0o700)
+    gone = cli("list", "--root", str(root), "--domain-id", "d-000000000000")
+    assert gone.returncode == 3 and gone.stderr.startswith("error:")
