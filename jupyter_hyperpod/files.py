@@ -286,15 +286,19 @@ class Partition:
         so that a symlink planted in the partition cannot redirect the server's read. Paths the
         server keeps outside the partition (a backend's spool) are its own and pass."""
         lexical = Path(os.path.abspath(path))
+        inside = _inside(lexical, self._real_root)
+        refused = PathNotAllowed(f"{shown} points outside your partition", field=field)
+        if inside and not _inside(Path(os.path.realpath(lexical)), self._real_root):
+            raise refused  # now, before anything (its size) is read through it
 
         def check(fd: int) -> None:
-            if not _inside(lexical, self._real_root):
+            if not inside:
                 return
             opened = _descriptor_path(fd)
             if opened is None:
                 opened = Path(os.path.realpath(lexical))
             if not _inside(opened, self._real_root):
-                raise PathNotAllowed(f"{shown} points outside your partition", field=field)
+                raise refused
 
         return check
 
