@@ -55,3 +55,12 @@ async def test_the_api_answers_while_eight_cancels_wait(api: Api, partition: Pat
     p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
     print(f"\nGET cluster while 8 cancels waited {took:.1f} s: n={len(latencies)} p99={p99:.1f} ms")
     assert p99 < 50, latencies[-10:]
+
+
+async def test_stopping_an_extension_that_never_started_is_harmless() -> None:
+    """A server that fails before initialize_settings still calls stop_extension."""
+    from jupyter_hyperpod.app import POOLS, HyperPodApp
+
+    app = HyperPodApp()
+    await app.stop_extension()
+    assert set(POOLS) == {"api", "backend", "cancel", "logs"}
