@@ -127,3 +127,33 @@ async def test_the_service_and_the_client_answer_the_same(
         "InvalidRequest",
     ]
     assert in_process["diagnose"][0] == "local" and "partition" in in_process["diagnose"][1]
+
+
+async def test_the_magics_take_either_implementation(
+    jp_serverapp: Any,
+    jp_fetch: Any,
+    shell: Any,
+    hyperpod_config: dict[str, Any],
+    steps_script: Path,
+    tmp_path: Path,
+) -> None:
+    """`HyperPodMagics.api` is whichever implementation it is given: no adapter in between."""
+    magics = shell.magics_manager.registry["HyperPodMagics"]
+    client = HyperPodClient(jp_serverapp.connection_url, jp_serverapp.identity_provider.token)
+    service = HyperPodService(
+        HyperPodSettings(**{**hyperpod_config, "job_store": str(tmp_path / "own.sqlite")})
+    )
+    try:
+        magics.api = client
+        job = await off_loop(shell.run_line_magic, "hyperpod", "submit -w project/steps.py 1 0")
+        assert (await off_loop(client.job, job.id)).state == JobState.SUCCEEDED
+        listed = await off_loop(shell.run_line_magic, "hyperpod", "jobs")
+        assert [j.id for j in listed] == [job.id]
+
+        magics.api = service
+        assert list(await off_loop(shell.run_line_magic, "hyperpod", "jobs")) == []
+        mine = await off_loop(shell.run_line_magic, "hyperpod", "submit -w project/steps.py 1 0")
+        assert [j.id for j in await off_loop(shell.run_line_magic, "hyperpod", "jobs")] == [mine.id]
+        assert [j.id for j in (await off_loop(client.jobs)).jobs] == [job.id]
+    finally:
+        magics.close()
