@@ -39,12 +39,25 @@ def _names(series: Iterable[str]) -> str:
     return "__name__=~" + _quote("|".join(series))
 
 
-def nodes_query(nodes: list[str] | None = None, node_label: str = NODE_LABEL) -> str:
-    """Every GPU's current figures (one instant query), optionally on some nodes only."""
-    matchers = [_names(SERIES)]
+def nodes_query(
+    nodes: list[str] | None = None, node_label: str = NODE_LABEL, pod_label: str = POD_LABEL
+) -> str:
+    """Every GPU's current figures in one instant query, optionally on some nodes only.
+
+    Only the labels the figures need come back (`max by`: the exporter adds a dozen, the scrape
+    two more): the GPU's model, UUID and pod once, with its utilisation, and the node and GPU
+    index with every other series; 43% of the plain selector's answer (bench/gpu_metrics)."""
+    where = ""
     if nodes:
-        matchers.append(f"{node_label}=~{_quote('|'.join(re.escape(n) for n in nodes))}")
-    return "{" + ", ".join(matchers) + "}"
+        where = f"{node_label}=~{_quote('|'.join(re.escape(n) for n in nodes))}"
+    util, others = (
+        "DCGM_FI_DEV_GPU_UTIL",
+        [name for name in SERIES if name != "DCGM_FI_DEV_GPU_UTIL"],
+    )
+    first = f"max by (__name__, {node_label}, gpu, UUID, modelName, {pod_label}, namespace) "
+    first += f"({util}{{{where}}})"
+    rest = f"max by (__name__, {node_label}, gpu) ({{{', '.join(filter(None, [_names(others), where]))}}})"
+    return f"{first} or {rest}"
 
 
 def job_query(

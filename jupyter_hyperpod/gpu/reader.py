@@ -65,7 +65,9 @@ class GpuMetrics:
         now = time.time()
         if self.prometheus is not None:
             try:
-                data = self.prometheus.query(dcgm.nodes_query(node_label=self.node_label))
+                data = self.prometheus.query(
+                    dcgm.nodes_query(node_label=self.node_label, pod_label=self.pod_label)
+                )
             except HyperPodError as error:
                 return GpuNodes(source=self.prometheus.kind, time=now, message=error.message)
             found = dcgm.parse_nodes(data, self.node_label, self.pod_label)
