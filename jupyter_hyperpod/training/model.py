@@ -210,6 +210,31 @@ def apply_fsdp(model: Any, config: TrainingConfig, runtime: Runtime, dtype: Any)
     }
 
 
+FSDP_4BIT_TOLERANCE = 1e-2
+
+
+def check_fsdp_4bit(runtime: Runtime, storage: Any, dtype: Any) -> float:
+    """Before the model load: do NF4 layers give the same outputs sharded as unsharded here?
+    (bitsandbytes #1945: not under FSDP2 with bf16 storage on some set-ups.) A few 256-wide
+    layers, milliseconds; a mismatch stops the job with the storage to use instead."""
+    import torch
+
+    from .fsdp_check import synthetic_difference
+
+    devices = [runtime.device] if runtime.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):  # leave the training RNG streams untouched
+        diff, _ = synthetic_difference(runtime, storage, dtype)
+    if diff > FSDP_4BIT_TOLERANCE:
+        other = "float32" if storage != torch.float32 else "bfloat16"
+        raise ConfigError(
+            f"quant_storage: FSDP2 changes the outputs of 4-bit layers stored as "
+            f"{str(storage).split('.')[-1]} on this {runtime.device.type} (max abs diff "
+            f"{diff:.3g}; bitsandbytes issue #1945): set quant_storage: {other}"
+        )
+    log.info("FSDP2 + 4-bit check: sharded and unsharded outputs agree (max abs diff %.2g)", diff)
+    return diff
+
+
 def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[str, Any]]:
     """Base model + LoRA, sharded when distributed. Returns (model, facts for logs and MLflow)."""
     dtype = compute_dtype(config, runtime.device)
@@ -220,6 +245,9 @@ def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[s
 
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
+    guard: float | None = None
+    if use_fsdp and quantization == "nf4":
+        guard = check_fsdp_4bit(runtime, storage_dtype(config.quant_storage, dtype), dtype)
     efficient = use_fsdp and bool(config.fsdp_config.get("cpu_ram_efficient_loading"))
     layers: dict[str, Any] = {}
     if runtime.is_main or not efficient:
@@ -266,6 +294,8 @@ def prepare_model(config: TrainingConfig, runtime: Runtime) -> tuple[Any, dict[s
             fsdp_loading.load_from_rank0(model, full, specs, runtime)
             del full
         facts["cpu_ram_efficient_loading"] = efficient
+        if guard is not None:
+            facts["fsdp_4bit_check_max_abs_diff"] = guard
         # Evidence that parameters are really sharded: this rank holds only its part.
         facts["trainable_params_local"] = sum(
             p.to_local().numel() if hasattr(p, "to_local") else p.numel()

@@ -169,5 +169,7 @@ def test_cpu_ram_efficient_loading_reads_the_checkpoint_once(
     assert fast["final_loss"] == slow["final_loss"]  # the same weights on every rank
     assert fast["train_examples"] == fast["rows"] == 48  # no packing: every example, one row
     assert fast["backward_prefetch"] == "backward_pre" and fast["parallelism"] == "fsdp"
+    # The #1945 guard ran before the load, on both ranks, and found no difference on CPU.
+    assert fast["fsdp_4bit_check_max_abs_diff"] == 0.0
     log = fast["step_log"]  # each step's end and its own tokens (what the benches pair)
     assert len(log["ends"]) == len(log["padded_tokens"]) == 4
