@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 from ..core.api import RankArg
 from .exits import EXIT_CODES_HELP, EXIT_USAGE, CommandError, HelpShown
+from .queue_verb import add_queue_parser
 
 
 class Parser(argparse.ArgumentParser):
@@ -269,4 +270,5 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
             "directory under the root): exists, owner, mode, associated; create/repair fix them",
         )
     )
+    add_queue_parser(verb)
     return parser

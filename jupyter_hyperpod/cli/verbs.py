@@ -37,6 +37,7 @@ from .exits import (
 )
 from .output import Console, Outcome, RankPrefixer, TableResult
 from .parser import Parser, build_parser
+from .queue_verb import do_queue
 from .session import open_api
 from .submission import build_submission
 
@@ -316,6 +317,7 @@ VERBS: dict[str, Verb] = {
     "templates": do_templates,
     "connect": do_connect,
     "doctor": do_doctor,
+    "queue": do_queue,
 }
 """Every verb of the parser, by name."""
 

@@ -3,7 +3,9 @@ OS users in a terminal, listed from one `squeue --json`, others' read-only, mine
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,7 @@ from jupyter_hyperpod.core.queue import QueueJob
 from jupyter_hyperpod.core.service import HyperPodService
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
+from ..cli.conftest import jupyter_env, shell  # noqa: F401 - fixtures
 from ..helpers import Api
 from ..test_contract import check
 from .conftest import ME, OTHER, SlurmUsers
@@ -285,3 +288,49 @@ async def test_rest_queue_adopt_and_logs_match_the_contract(
     assert job.status == 200 and job.body["state"] == "PENDING"
     cancelled = await api.delete(f"jobs/{adopted.body['id']}")
     assert cancelled.status == 200 and cancelled.body["state"] == "CANCELLED"
+
+
+def test_cli_and_magic_list_adopt_and_cancel_after_a_confirmation(
+    busy: dict[str, str],
+    jupyter_env: dict[str, str],  # noqa: F811 - the fixture imported above
+    shell: Any,  # noqa: F811
+) -> None:
+    table = shell.run_line_magic("hyperpod", "queue --mine")
+    text = str(table)
+    assert f"* {busy['mine_first']}" in text and "alice-first" in text
+    assert busy["theirs_private"] not in text.split("Cluster queue")[1].split("\n1-")[0]
+    assert "1st of 2 pending on debug" in text
+
+    def cli(*args: str, answer: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "jupyter_hyperpod.cli", *args],
+            env=jupyter_env,
+            input=answer,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    listed = cli("queue", "--json", "--state", "all")
+    assert listed.returncode == 0, listed.stderr
+    page = json.loads(listed.stdout)
+    assert {busy["theirs_private"], busy["mine_first"]} <= {row["id"] for row in page["jobs"]}
+    refused = cli("queue", "cancel", busy["theirs_private"], "--yes")
+    assert refused.returncode == 5 and "read-only" in refused.stderr
+    kept = cli("queue", "cancel", busy["mine_second"], answer="n\n")
+    assert kept.returncode == 2 and "not cancelled" in kept.stdout + kept.stderr
+    assert squeue_state(busy["mine_second"]) in ("PENDING", "RUNNING")  # bob's short job may end
+    gone = cli("queue", "cancel", busy["mine_second"], answer="y\n")
+    assert gone.returncode == 0, gone.stderr
+    assert "Cancel alice-second" in gone.stdout and "Cancelled job" in gone.stdout + gone.stderr
+    assert squeue_state(busy["mine_second"]) in ("CANCELLED", "COMPLETING")
+
+
+def squeue_state(slurm_id: str) -> str:
+    return subprocess.run(
+        ["squeue", "-h", "-t", "all", "-j", slurm_id, "-o", "%T"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
