@@ -175,6 +175,11 @@ class JobSpec(StrictModel):
     )
     time_limit_minutes: int | None = Field(None, ge=1, le=60 * 24 * 60)
     queue: str | None = Field(None, description="Slurm partition or Kubernetes queue name")
+    priority_class: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        description="Kubernetes task governance: a Kueue WorkloadPriorityClass of the cluster",
+    )
     image: str | None = Field(None, description="Container image (Kubernetes)")
     kind: str | None = Field(
         None, description="Kubernetes job kind: PyTorchJob or HyperPodPyTorchJob"

@@ -3,6 +3,7 @@ PyTorchJobs in it, a kubeconfig pointing at it, and the backend under test."""
 
 from __future__ import annotations
 
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,8 +19,10 @@ from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
-from .controller import Controller
+from .controller import Controller, validate_pytorchjob
 from .emulator import EmulatorThread
+
+WORKLOAD = Path(__file__).parent / "workloads" / "steps.py"
 
 NODES = 4
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.6.0-gpu-py312"
@@ -92,6 +95,8 @@ def kubeconfig(k8s: EmulatorThread, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="session")
 def controller(k8s: EmulatorThread, kubeconfig: Path) -> Iterator[Controller]:
     assert k8s.emulator is not None
+    # The training operator's validating webhook (v1.8+), in front of the API server.
+    k8s.emulator.admission["pytorchjobs"] = validate_pytorchjob
     api = k8s_config.new_client_from_config(str(kubeconfig))
     ctl = Controller(api, k8s.emulator.logs, [f"hyperpod-i-{i:05d}" for i in range(NODES)])
     ctl.start()
@@ -107,7 +112,12 @@ def make_settings(fs_root: Path, kubeconfig: Path, **traits: Any) -> HyperPodSet
     config.KubernetesOrchestrator.kubeconfig = str(kubeconfig)
     config.KubernetesOrchestrator.image = IMAGE
     config.KubernetesOrchestrator.service_account = "eks-hyperpod-sa"
-    config.KubernetesOrchestrator.allowed_namespaces = ["default", "team-a"]
+    config.KubernetesOrchestrator.allowed_namespaces = [
+        "default",
+        "team-a",
+        "hyperpod-ns-team-a",
+        "kubeflow",
+    ]
     config.KubernetesOrchestrator.node_cache_seconds = 0.0
     for key, value in traits.items():
         setattr(config.KubernetesOrchestrator, key, value)
@@ -117,7 +127,9 @@ def make_settings(fs_root: Path, kubeconfig: Path, **traits: Any) -> HyperPodSet
 @pytest.fixture
 def fs_root(tmp_path: Path) -> Path:
     root = tmp_path / "fsx"
-    (root / "Data-Scientist").mkdir(parents=True)
+    (root / "Data-Scientist" / "scripts").mkdir(parents=True)
+    # The program jobs run by default (make_launch), where the pods see it: /data/...
+    shutil.copy(WORKLOAD, root / "Data-Scientist" / "scripts" / "train.py")
     return root
 
 
@@ -125,9 +137,13 @@ def fs_root(tmp_path: Path) -> Path:
 def backend(
     fs_root: Path, kubeconfig: Path, controller: Controller
 ) -> Iterator[KubernetesOrchestrator]:
+    # The FSx claim of the pods is this test's shared file system root.
+    controller.kubelet.claims["fsx-claim"] = str(fs_root)
     orchestrator = KubernetesOrchestrator(settings=make_settings(fs_root, kubeconfig))
     yield orchestrator
     orchestrator.close()
+    # Pods share this machine's network: end every job's processes before the next test.
+    controller.end_all_jobs()
 
 
 def make_launch(fs_root: Path, name: str = "finetune", **fields: Any) -> Launch:
@@ -167,7 +183,7 @@ def stored(launch: Launch, update: Any) -> StoredJob:
     )
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05) -> Any:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         value = predicate()
@@ -178,7 +194,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: floa
 
 
 def wait_state(
-    backend: KubernetesOrchestrator, job: StoredJob, *states: JobState, timeout: float = 20.0
+    backend: KubernetesOrchestrator, job: StoredJob, *states: JobState, timeout: float = 60.0
 ) -> Any:
     seen: list[Any] = []
 

@@ -32,14 +32,20 @@ RESOURCES = [
     "v1/nodes",
     "v1/events",
     "v1/namespaces",
+    "v1/services",
     "kubeflow.org/v1/pytorchjobs",
     "sagemaker.amazonaws.com/v1/hyperpodpytorchjobs",
+    "kueue.x-k8s.io/v1beta1/localqueues",
+    "kueue.x-k8s.io/v1beta1/workloadpriorityclasses",
 ]
 KINDS = {
     "pods": "Pod",
     "nodes": "Node",
     "events": "Event",
     "namespaces": "Namespace",
+    "services": "Service",
+    "localqueues": "LocalQueue",
+    "workloadpriorityclasses": "WorkloadPriorityClass",
     "pytorchjobs": "PyTorchJob",
     "hyperpodpytorchjobs": "HyperPodPyTorchJob",
 }
@@ -173,13 +179,16 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
     logs: LogStore = attrs.field(factory=LogStore)
     token_check: Callable[[str], bool] | None = None
     denied_resources: set[str] = attrs.field(factory=set)
+    admission: dict[str, Callable[[dict[str, Any]], str | None]] = attrs.field(factory=dict)
+    """Validating admission by plural (an operator's webhook): a message refuses the create."""
+    served: list[str] = attrs.field(factory=lambda: list(RESOURCES))
     serving: bool = True
     """False while the server is being stopped: open log streams end (the connection drops)."""
     _versions: Any = attrs.field(factory=lambda: itertools.count(1))
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        for resource in RESOURCES:
+        for resource in self.served:
             self.resources[resource] = {}
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
@@ -206,6 +215,10 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         if request.subresource == "log" and request.method == enums.method.GET:
             return await self._serve_log(request)
         if request.action == enums.action.CREATE and isinstance(request.data, dict):
+            check = self.admission.get(request.resource.plural if request.resource else "")
+            refused = check(request.data) if check else None
+            if refused:
+                return self._status(422, "Invalid", refused)
             meta = request.data.setdefault("metadata", {})
             meta.setdefault("namespace", request.namespace) if request.namespace else None
             meta["uid"] = str(uuid.uuid4())
@@ -349,7 +362,8 @@ class EmulatorThread:
     """The emulator on 127.0.0.1 in its own event loop thread; the server can be stopped and
     restarted on the same port (an API server outage)."""
 
-    def __init__(self) -> None:
+    def __init__(self, served: list[str] | None = None) -> None:
+        self.served = served
         self.loop = asyncio.new_event_loop()
         self.emulator: HyperPodEmulator | None = None
         self.server: kmock.Server | None = None
@@ -363,7 +377,9 @@ class EmulatorThread:
         self._thread.start()
 
         async def enter() -> None:
-            self.emulator = HyperPodEmulator()
+            self.emulator = (
+                HyperPodEmulator(served=self.served) if self.served else HyperPodEmulator()
+            )
             await self.emulator.__aenter__()
 
         self.run(enter())

@@ -77,7 +77,7 @@ def test_403_names_what_was_refused(fresh: EmulatorThread, fs_root: Path, tmp_pa
     fresh.emulator.denied_resources.add("pytorchjobs")
     kubeconfig = fresh.write_kubeconfig(tmp_path / "kubeconfig")
     backend = KubernetesOrchestrator(settings=make_settings(fs_root, kubeconfig))
-    launch = make_launch(fs_root)
+    launch = make_launch(fs_root, kind="PyTorchJob")
     with pytest.raises(Forbidden) as error:
         backend.submit(launch)
     assert (
@@ -97,7 +97,10 @@ def test_log_follow_survives_an_api_outage(fs_root: Path, tmp_path: Path) -> Non
     assert emulator.emulator is not None
     kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
     api = k8s_config.new_client_from_config(str(kubeconfig))
+    for index in range(2):
+        emulator.put("v1/nodes", node_object(index))
     controller = Controller(api, emulator.emulator.logs, ["hyperpod-i-00000", "hyperpod-i-00001"])
+    controller.kubelet.claims["fsx-claim"] = str(fs_root)
     controller.start()
     backend = KubernetesOrchestrator(settings=make_settings(fs_root, kubeconfig))
     try:

@@ -3,6 +3,8 @@ submit, follow every rank's log to the end, cancel; an unreachable API server an
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import yaml
 from traitlets.config import Config
 
 from ..helpers import Api, log_text
-from .conftest import IMAGE
+from .conftest import IMAGE, WORKLOAD
 from .controller import Controller
 
 
@@ -28,8 +30,16 @@ def hyperpod_config(fs_root: Path, tmp_path: Path, partition: Path) -> dict[str,
 
 
 @pytest.fixture
-def k8s_traits(kubeconfig: Path, controller: Controller) -> dict[str, Any]:
-    return {"kubeconfig": str(kubeconfig), "image": IMAGE, "node_cache_seconds": 0.0}
+def k8s_traits(kubeconfig: Path, controller: Controller, fs_root: Path) -> Iterator[dict[str, Any]]:
+    controller.kubelet.claims["fsx-claim"] = str(fs_root)
+    yield {"kubeconfig": str(kubeconfig), "image": IMAGE, "node_cache_seconds": 0.0}
+    controller.end_all_jobs()
+
+
+def project(partition: Path) -> None:
+    """The program the jobs run, where their workdir is."""
+    (partition / "project").mkdir()
+    shutil.copy(WORKLOAD, partition / "project" / "train.py")
 
 
 @pytest.fixture
@@ -55,11 +65,11 @@ def spec(name: str, **extra: Any) -> dict[str, Any]:
 
 
 async def test_cluster_nodes_preview_submit_follow(api: Api, partition: Path) -> None:
-    (partition / "project").mkdir()
+    project(partition)
     cluster = (await api.get("cluster")).body
     assert cluster["orchestrator"] == "kubernetes"
     assert cluster["capabilities"]["render_format"] == "manifest"
-    assert cluster["capabilities"]["job_kinds"] == ["PyTorchJob", "HyperPodPyTorchJob"]
+    assert cluster["capabilities"]["job_kinds"] == ["HyperPodPyTorchJob", "PyTorchJob"]
     assert cluster["filesystem"]["cluster_root"] == "/data"
     nodes = (await api.get("nodes")).body["nodes"]
     assert len(nodes) == 4 and nodes[0]["gpus"]["total"] == 8
@@ -67,9 +77,9 @@ async def test_cluster_nodes_preview_submit_follow(api: Api, partition: Path) ->
     preview = await api.post("jobs/render", spec("preview"))
     assert preview.status == 200, preview.body
     manifest = yaml.safe_load(preview.body["text"])
-    container = manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][
-        0
-    ]
+    # The cluster serves HyperPodPyTorchJob: the default kind.
+    assert manifest["kind"] == "HyperPodPyTorchJob"
+    container = manifest["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]
     # IDE paths became cluster paths under the claim's mount.
     assert container["workingDir"] == "/data/shared/project"
     assert container["command"][-3:] == ["train.py", "--config", "args.yaml"]
@@ -80,7 +90,8 @@ async def test_cluster_nodes_preview_submit_follow(api: Api, partition: Path) ->
     assert job["backend_id"] == job["id"]
     frames, _ws = await api.follow(job["id"], rank="all", timeout=60)
     for rank in (0, 1):
-        lines = log_text(frames, rank).splitlines()
+        # The program's lines (torchrun adds its own when its peer's store goes away first).
+        lines = [line for line in log_text(frames, rank).splitlines() if line.startswith("rank ")]
         assert lines == [f"rank {rank}/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(4)] + [
             f"rank {rank}/2 done"
         ]
@@ -88,11 +99,11 @@ async def test_cluster_nodes_preview_submit_follow(api: Api, partition: Path) ->
     final = (await api.get(f"jobs/{job['id']}")).body
     assert final["state"] == "SUCCEEDED" and [r["rank"] for r in final["ranks"]] == [0, 1]
     snapshot = (await api.get(f"jobs/{job['id']}/logs", rank=1, tail=2)).body
-    assert snapshot["text"] == "rank 1/2 step 3 loss 0.2500\nrank 1/2 done\n"
+    assert "rank 1/2 done\n" in snapshot["text"]
 
 
 async def test_cancel_through_the_api(api: Api, partition: Path) -> None:
-    (partition / "project").mkdir()
+    project(partition)
     job = await api.submit(
         spec("restcancel", env={"FAKE_STEPS": "100000", "FAKE_STEP_SECONDS": "0.05"})
     )

@@ -18,17 +18,21 @@ from ...core.models import Capabilities, JobState, Node
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .client import KubeClient
+from .governance import KindDiscovery, TaskGovernance
 from .jobs import format_events, job_name_of_pod, job_update, pod_problem, rank_of_pod, timestamp
 from .logs import PodLogFollower, SpoolLogReader
 from .manifest import (
     CONTAINER,
+    HYPERPOD,
     JOB_ID_LABEL,
     JOB_KINDS,
+    KUBEFLOW,
     MANAGED_BY,
     MANAGER,
     ManifestOptions,
     build_manifest,
     job_kind,
+    retries,
     split_ranks,
     to_yaml,
 )
@@ -45,6 +49,23 @@ FOLLOWER_LINGER_S = 120.0
 # Once a job has ended, its followed logs are drained before anyone is told: the log stream of a
 # finished container ends within moments, so this bound is rarely reached.
 DRAIN_TIMEOUT_S = 15.0
+
+
+def agent_hint(manifest: dict[str, Any] | None = None) -> str:
+    """How to check that an image can run a HyperPodPyTorchJob: the HyperPod training operator
+    drives each pod through the HyperPod elastic agent (PyPI hyperpod-elastic-agent), which the
+    image must contain, started as `hyperpodrun`."""
+    image = "<image>"
+    if manifest:
+        for template in [r.get("template") or {} for r in manifest["spec"].get("replicaSpecs", [])]:
+            for container in (template.get("spec") or {}).get("containers") or []:
+                image = container.get("image") or image
+    return (
+        "a HyperPodPyTorchJob needs the HyperPod elastic agent in its image: check with "
+        f"`docker run --rm --entrypoint hyperpodrun {image} --help` (or "
+        f"`docker run --rm {image} pip show hyperpod-elastic-agent`); install it with "
+        "`pip install hyperpod-elastic-agent` in the image (it requires torch<2.12)"
+    )
 
 
 class KubernetesOrchestrator(Orchestrator):
@@ -68,10 +89,12 @@ class KubernetesOrchestrator(Orchestrator):
         help="Namespaces a job may ask for; default: only `namespace`.",
     )
     job_kind = Enum(
-        list(JOB_KINDS),
-        default_value="PyTorchJob",
+        ["auto", *JOB_KINDS],
+        default_value="auto",
         config=True,
-        help="PyTorchJob (kubeflow.org/v1) or HyperPodPyTorchJob (sagemaker.amazonaws.com/v1); a job may pick the other.",
+        help="HyperPodPyTorchJob (sagemaker.amazonaws.com/v1) or PyTorchJob (kubeflow.org/v1); "
+        "auto: HyperPodPyTorchJob when the cluster serves it, else PyTorchJob. A job may pick "
+        "the other.",
     )
     image = Unicode("", config=True, help="Container image for jobs whose spec names none.")
     run_as_partition_owner = Bool(
@@ -126,6 +149,8 @@ class KubernetesOrchestrator(Orchestrator):
         self._followers_lock = threading.Lock()
         self._nodes_cache: tuple[float, list[Node]] | None = None
         self._details_cache: tuple[float, dict[str, Any]] | None = None
+        self._kinds = KindDiscovery(self.kube)
+        self._governance = TaskGovernance(self.kube)
 
     # -- cluster ------------------------------------------------------------------------------
     def cluster_name(self) -> str:
@@ -160,7 +185,7 @@ class KubernetesOrchestrator(Orchestrator):
             "context": self.kube.context_name or self.context or None,
             "namespace": self.namespace,
             "allowed_namespaces": self.allowed_namespaces or [self.namespace],
-            "job_kind": self.job_kind,
+            "job_kind": self.default_kind,
             "pvc_name": self.pvc_name,
             "cluster_fs_root": self.fs_mount,
         }
@@ -169,6 +194,10 @@ class KubernetesOrchestrator(Orchestrator):
             details["api_server"] = self.kube.host
         except HyperPodError as exc:
             details["api_error"] = exc.message
+        # Task governance choices (Kueue), read from the cluster: None where it has no Kueue.
+        namespaces = list(self.allowed_namespaces or [self.namespace])
+        details["local_queues"] = self._governance.local_queues(namespaces)
+        details["priority_classes"] = self._governance.priority_classes()
         details.update(self._aws_details())
         self._details_cache = (now, details)
         return details
@@ -227,10 +256,31 @@ class KubernetesOrchestrator(Orchestrator):
                 return items
 
     # -- jobs ---------------------------------------------------------------------------------
-    def manifest_options(self) -> ManifestOptions:
+    @property
+    def default_kind(self) -> str:
+        """The configured kind, or with `auto` the HyperPod kind unless the cluster is known to
+        lack it (then Kubeflow's, when it serves that)."""
+        if self.job_kind != "auto":
+            return str(self.job_kind)
+        if self._kinds.serves(HYPERPOD) is False and self._kinds.serves(KUBEFLOW) is not False:
+            return KUBEFLOW[3]
+        return HYPERPOD[3]
+
+    def task_governance(self) -> dict[str, Any]:
+        """The Kueue queues (by allowed namespace) and priority classes jobs may name."""
+        namespaces = list(self.allowed_namespaces or [self.namespace])
+        return {
+            "local_queues": self._governance.local_queues(namespaces),
+            "priority_classes": self._governance.priority_classes(),
+        }
+
+    def manifest_options(self, governance: bool = True) -> ManifestOptions:
+        namespaces = list(self.allowed_namespaces or [self.namespace])
         return ManifestOptions(
+            local_queues=self._governance.local_queues(namespaces) if governance else None,
+            priority_classes=self._governance.priority_classes() if governance else None,
             namespace=self.namespace,
-            kind=self.job_kind,
+            kind=self.default_kind,
             image=self.image,
             pvc_name=self.pvc_name,
             fs_mount=self.fs_mount,
@@ -248,17 +298,17 @@ class KubernetesOrchestrator(Orchestrator):
         spec = launch.spec
         if spec.efa_per_node and not spec.gpus_per_node:
             warnings.append("EFA is requested without GPUs: EFA devices sit on GPU instances")
-        if spec.auto_resume and not spec.max_retries and manifest["kind"] == "PyTorchJob":
-            warnings.append("auto-resume retries up to 3 times (set max_retries to change it)")
-        if spec.auto_resume and manifest["kind"] == "HyperPodPyTorchJob" and not spec.max_retries:
-            warnings.append("auto-resume needs max_retries > 0 for a HyperPodPyTorchJob")
+        if spec.auto_resume and not spec.max_retries:
+            warnings.append(
+                f"auto-resume retries up to {retries(spec)} times (set max_retries to change it)"
+            )
         return RenderedJob(
             format="manifest", language="yaml", text=to_yaml(manifest), warnings=warnings
         )
 
     def submit(self, launch: Launch) -> JobUpdate:
         manifest = build_manifest(launch, self.manifest_options())
-        group, version, plural, kind = job_kind(launch.spec.kind, self.job_kind)
+        group, version, plural, kind = job_kind(manifest["kind"], self.default_kind)
         namespace = manifest["metadata"]["namespace"]
         try:
             self.kube.call(
@@ -291,13 +341,13 @@ class KubernetesOrchestrator(Orchestrator):
                 "version": version,
                 "plural": plural,
                 "workers": launch.spec.nodes,
-                "split_ranks": split_ranks(launch.spec),
+                "split_ranks": split_ranks(launch.spec, kind),
                 "job_dir_local": str(launch.job_dir_local),
             },
         )
 
     def _kind_of(self, job: StoredJob) -> tuple[str, str, str, str]:
-        return job_kind(_state(job).kind or job.spec.kind, self.job_kind)
+        return job_kind(_state(job).kind or job.spec.kind, self.default_kind)
 
     def _namespace_of(self, job: StoredJob) -> str:
         return str(_state(job).namespace or job.spec.namespace or self.namespace)

@@ -134,6 +134,10 @@ def job_update(
         ) >= (timestamp((current.get("metadata") or {}).get("creationTimestamp")) or 0):
             ranked[rank] = pod
     ranks = [pod_rank_info(ranked[rank], rank) for rank in sorted(ranked)]
+    # A HyperPodPyTorchJob restarts by making its pods again: the job counts its restarts.
+    job_restarts = int(status.get("restartCount") or 0)
+    for info in ranks:
+        info.restarts = max(info.restarts, job_restarts)
 
     exit_code: int | None = None
     if ctype in _SUCCEEDED:

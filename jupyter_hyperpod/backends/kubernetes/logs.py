@@ -238,7 +238,8 @@ class PodLogFollower:
             self._key, self._seen = key, 0
         elif "terminated" in state:
             # Everything of this container is already in the spool: wait for a restart or the end.
-            if phase in ("Succeeded", "Failed") or self.job_over():
+            # A failed pod is not the end while the job runs: a HyperPodPyTorchJob makes it again.
+            if phase == "Succeeded" or self.job_over():
                 return True
             self._wait(self.poll_interval)
             return False

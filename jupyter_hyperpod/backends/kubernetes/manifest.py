@@ -1,5 +1,9 @@
-"""A `Launch` as a Kubeflow `PyTorchJob` or a HyperPod `HyperPodPyTorchJob`, in the shape of the
+"""A `Launch` as a HyperPod `HyperPodPyTorchJob` or a Kubeflow `PyTorchJob`, in the shape of the
 seed's `pod-finetuning.yaml`, plus the checks that keep a job spec inside what the admin allows.
+
+What the operators do with these objects (and so what this module must render) is written down,
+with the operator source it comes from, in tests/kubernetes/controller.py, the operator double the
+tests run these manifests through.
 """
 
 from __future__ import annotations
@@ -18,25 +22,40 @@ from .nodes import DEEP_HEALTH_LABEL, EFA_RESOURCE, HEALTH_LABEL
 
 KUBEFLOW = ("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
 HYPERPOD = ("sagemaker.amazonaws.com", "v1", "hyperpodpytorchjobs", "HyperPodPyTorchJob")
-JOB_KINDS = {KUBEFLOW[3]: KUBEFLOW, HYPERPOD[3]: HYPERPOD}
+JOB_KINDS = {HYPERPOD[3]: HYPERPOD, KUBEFLOW[3]: KUBEFLOW}
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "jupyter-hyperpod"
 JOB_ID_LABEL = "hyperpod.jupyter.org/job-id"
 USER_LABEL = "hyperpod.jupyter.org/user"
+# Kueue (HyperPod task governance): the LocalQueue and the WorkloadPriorityClass of a workload,
+# on the job and on its pod template as AWS's own template does (hyperpod-pytorch-job-template).
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 KUBEFLOW_JOB_LABEL = "training.kubeflow.org/job-name"
 KUBEFLOW_INDEX_LABEL = "training.kubeflow.org/replica-index"
 HPJOB_LABEL = "HPJob"
 AUTO_RESUME_ANNOTATION = "sagemaker.amazonaws.com/enable-job-auto-resume"
 MAX_RETRY_ANNOTATION = "sagemaker.amazonaws.com/job-max-retry-count"
 CONTAINER = "pytorch"
+# training-operator pkg/apis/kubeflow.org/v1/pytorch_types.go: the port the operator reads for
+# PET_RDZV_ENDPOINT (elastic.go getPortFromPyTorchJob) and puts on the headless Services.
+KUBEFLOW_PORT_NAME = "pytorchjob-port"
+KUBEFLOW_PORT = 23456
+# hyperpod-elastic-agent README: hyperpodrun's server (--server-port), which the HyperPod
+# training operator calls to start, stop and update the workers.
+HYPERPOD_AGENT_PORT = 8080
+KUBEFLOW_REPLICA = "worker"
+HYPERPOD_REPLICA = "pods"
+DEFAULT_AUTO_RESUME_RETRIES = 3
 
-NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# DNS-1035 (the Kubeflow webhook's NameIsDNS1035Label, pytorchjob_webhook.go): a letter first.
+DNS1035_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+NAME_RE = DNS1035_RE
 LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
 _DOLLAR = re.compile(r"\$(?=[$(])")
-MAX_OBJECT_NAME = 59  # leaves room for "-worker-NNN" within a 63-character pod hostname
+MAX_LABEL = 63
 
 
 @dataclass
@@ -54,6 +73,10 @@ class ManifestOptions:
     extra_labels: dict[str, str] = field(default_factory=dict)
     run_as_partition_owner: bool = False
     """Pods run as the owner of the job's partition (securityContext), see admin/owner.py."""
+    # Kueue as the cluster has it: LocalQueues by namespace and the WorkloadPriorityClasses;
+    # None where Kueue is not installed (or could not be read): then any name is passed on.
+    local_queues: dict[str, list[str]] | None = None
+    priority_classes: list[str] | None = None
 
 
 def k8s_escape(text: str) -> str:
@@ -68,11 +91,34 @@ def label_value(text: str) -> str:
     return cleaned
 
 
-def validate_name(name: str, what: str = "name") -> None:
-    if not NAME_RE.match(name) or len(name) > MAX_OBJECT_NAME:
+def replica_name(kind: str) -> str:
+    return HYPERPOD_REPLICA if kind == HYPERPOD[3] else KUBEFLOW_REPLICA
+
+
+def max_name_length(kind: str, replicas: int) -> int:
+    """The longest job id whose derived objects stay valid: the operator names each pod and its
+    headless Service `<job>-<replica>-<index>` (training-operator pkg/core/utils.go
+    GenGeneralName, pkg/controller.v1/common/service.go), a DNS-1035 label of at most 63."""
+    return MAX_LABEL - len(f"-{replica_name(kind)}-{max(replicas - 1, 0)}")
+
+
+def validate_name(
+    name: str, what: str = "name", kind: str = KUBEFLOW[3], replicas: int = 1
+) -> None:
+    if not DNS1035_RE.match(name):
         raise InvalidRequest(
-            f"'{name}' is not a valid Kubernetes object name: lowercase letters, digits and '-', "
-            f"starting and ending with a letter or digit, at most {MAX_OBJECT_NAME} characters",
+            f"'{name}' is not a valid Kubernetes job name: lowercase letters, digits and '-', "
+            "starting with a letter and ending with a letter or digit (DNS-1035, which the "
+            "training operators require)",
+            field=what,
+        )
+    longest = max_name_length(kind, replicas)
+    if len(name) > longest:
+        derived = f"{name}-{replica_name(kind)}-{max(replicas - 1, 0)}"
+        raise InvalidRequest(
+            f"the job name is {len(name) - longest} character(s) too long for a {kind} of "
+            f"{replicas} node(s): the operator names its pods and Services '{derived}', which "
+            f"must be at most {MAX_LABEL} characters",
             field=what,
         )
 
@@ -87,39 +133,93 @@ def job_kind(requested: str | None, default: str) -> tuple[str, str, str, str]:
         ) from None
 
 
-def resolve_namespace(requested: str | None, options: ManifestOptions) -> str:
-    namespace = requested or options.namespace
+def auto_resume_namespace(namespace: str) -> bool:
+    """AWS docs (HyperPod EKS, "run jobs with kubectl"): HyperPod auto-resume watches Kubeflow
+    jobs only in the namespace `kubeflow` or one whose name starts with `hyperpod`."""
+    return namespace == "kubeflow" or namespace.startswith("hyperpod")
+
+
+def resolve_namespace(spec: JobSpec, options: ManifestOptions, kind: str) -> str:
     allowed = options.allowed_namespaces or [options.namespace]
-    if namespace not in allowed:
-        raise Forbidden(
-            f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})",
-            field="namespace",
-        )
+    needs_eligible = spec.auto_resume and kind == KUBEFLOW[3]
+    eligible = [ns for ns in allowed if auto_resume_namespace(ns)]
+    rule = "namespace 'kubeflow' or one whose name starts with 'hyperpod'"
+    if spec.namespace:
+        namespace = spec.namespace
+        if namespace not in allowed:
+            raise Forbidden(
+                f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})",
+                field="namespace",
+            )
+        if needs_eligible and not auto_resume_namespace(namespace):
+            raise InvalidRequest(
+                f"HyperPod auto-resume runs a PyTorchJob only in {rule}, not '{namespace}'"
+                + (f": use {', '.join(eligible)}" if eligible else "")
+                + " (or submit a HyperPodPyTorchJob)",
+                field="namespace",
+            )
+        return namespace
+    namespace = options.namespace
+    if needs_eligible and not auto_resume_namespace(namespace):
+        if not eligible:
+            raise InvalidRequest(
+                f"HyperPod auto-resume runs a PyTorchJob only in {rule}, and none of the allowed "
+                f"namespaces ({', '.join(allowed)}) is one: ask the admin to allow one, or submit "
+                "a HyperPodPyTorchJob",
+                field="namespace",
+            )
+        namespace = eligible[0]
     return namespace
 
 
-def split_ranks(spec: JobSpec) -> bool:
-    """Several ranks share a pod's log: torchrun tags their lines so that we can split them."""
-    return uses_torchrun(spec, multi_node_cluster=True) and spec.procs_per_node > 1
+def retries(spec: JobSpec) -> int:
+    """How many times a failed job is restarted: max_retries, or 3 with auto-resume and none set."""
+    if spec.max_retries:
+        return spec.max_retries
+    return DEFAULT_AUTO_RESUME_RETRIES if spec.auto_resume else 0
 
 
-def container_command(launch: Launch, python: str) -> list[str]:
+def split_ranks(spec: JobSpec, kind: str = KUBEFLOW[3]) -> bool:
+    """Several ranks share a pod's log: torchrun (and hyperpodrun) tag their lines so that we can
+    split them."""
+    launcher = kind == HYPERPOD[3] or uses_torchrun(spec, multi_node_cluster=True)
+    return launcher and spec.procs_per_node > 1
+
+
+def container_command(launch: Launch, python: str, kind: str = KUBEFLOW[3]) -> list[str]:
     spec = launch.spec
     program = [k8s_escape(part) for part in launch.command]
-    if uses_torchrun(spec, multi_node_cluster=True):
-        # Multi-node: the training operator sets MASTER_ADDR/MASTER_PORT on every worker; c10d
-        # rendezvous then assigns node ranks itself. One node: torchrun's local static rendezvous.
-        endpoint = "$(MASTER_ADDR):$(MASTER_PORT)" if spec.nodes > 1 else None
+    if kind == HYPERPOD[3]:
+        # The HyperPod training operator drives each pod through the HyperPod elastic agent, so
+        # every HyperPodPyTorchJob starts with `hyperpodrun` (torchrun's arguments; it forces its
+        # own `hyperpod` rendezvous, fed by the operator: hyperpod-elastic-agent run.py). It is
+        # the container's PID 1 (exec form), so it receives the SIGTERM of a pod teardown.
         argv = torchrun_argv(
             program,
             nnodes=spec.nodes,
             nproc_per_node=spec.procs_per_node,
-            rdzv_endpoint=endpoint,
-            max_restarts=0,
+            rdzv_endpoint=None,
+            torchrun="hyperpodrun",
         )
+        if split_ranks(spec, kind):
+            argv.insert(3, "--tee=3")
+        return argv
+    if uses_torchrun(spec, multi_node_cluster=True):
+        # Multi-node: the job carries an elasticPolicy (c10d), so the training operator injects
+        # PET_RDZV_BACKEND, PET_RDZV_ENDPOINT (<job>-worker-0:23456), PET_NNODES and
+        # PET_MAX_RESTARTS into every worker (elastic.go), which torchrun reads as the defaults
+        # of its options. One node: torchrun's local standalone rendezvous.
+        argv = torchrun_argv(
+            program,
+            nnodes=spec.nodes,
+            nproc_per_node=spec.procs_per_node,
+            rdzv_endpoint=None,
+        )
+        if spec.nodes == 1:
+            argv.insert(1, "--standalone")
         if split_ranks(spec):
             # Each local rank's output, prefixed "[default<local_rank>]:", on the pod log.
-            argv.insert(3, "--tee=3")
+            argv.insert(4 if spec.nodes == 1 else 3, "--tee=3")
         return argv
     if spec.procs_per_node > 1:
         raise InvalidRequest(
@@ -127,14 +227,52 @@ def container_command(launch: Launch, python: str) -> list[str]:
             "several processes per node",
             field="procs_per_node",
         )
+    if spec.nodes > 1:
+        # A Worker-only PyTorchJob gets no RANK, WORLD_SIZE or MASTER_ADDR (envvar.go sets
+        # them only with a Master replica): several plain pods could not find each other.
+        raise InvalidRequest(
+            "the plain launcher cannot run several pods of a PyTorchJob (the operator gives its "
+            "workers no rank variables): use torchrun",
+            field="launcher",
+        )
     return program_argv(program, python)
+
+
+def check_governance(spec: JobSpec, namespace: str, options: ManifestOptions) -> None:
+    """Queue and priority class: names the cluster has, when it is known which it has."""
+    if spec.queue:
+        if not LABEL_VALUE_RE.match(spec.queue) or len(spec.queue) > MAX_LABEL:
+            raise InvalidRequest(f"'{spec.queue}' is not a valid queue name", field="queue")
+        if options.local_queues is not None:
+            queues = options.local_queues.get(namespace, [])
+            if spec.queue not in queues:
+                raise InvalidRequest(
+                    f"namespace {namespace} has no Kueue LocalQueue '{spec.queue}' "
+                    + (f"(choose from: {', '.join(queues)})" if queues else "(it has none)"),
+                    field="queue",
+                )
+    if spec.priority_class:
+        if not LABEL_VALUE_RE.match(spec.priority_class) or len(spec.priority_class) > MAX_LABEL:
+            raise InvalidRequest(
+                f"'{spec.priority_class}' is not a valid priority class name",
+                field="priority_class",
+            )
+        if options.priority_classes is not None and spec.priority_class not in (
+            options.priority_classes
+        ):
+            choices = options.priority_classes
+            raise InvalidRequest(
+                f"the cluster has no Kueue WorkloadPriorityClass '{spec.priority_class}' "
+                + (f"(choose from: {', '.join(choices)})" if choices else "(it has none)"),
+                field="priority_class",
+            )
 
 
 def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
     spec = launch.spec
-    validate_name(launch.job_id)
     group, version, _plural, kind = job_kind(spec.kind, options.kind)
-    namespace = resolve_namespace(spec.namespace, options)
+    validate_name(launch.job_id, "name", kind, spec.nodes)
+    namespace = resolve_namespace(spec, options, kind)
     image = spec.image or options.image
     if not image:
         raise InvalidRequest(
@@ -142,6 +280,7 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         )
     if not IMAGE_RE.match(image):
         raise InvalidRequest(f"'{image}' is not a container image reference", field="image")
+    check_governance(spec, namespace, options)
 
     labels = {
         MANAGED_BY: MANAGER,
@@ -150,9 +289,9 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         **options.extra_labels,
     }
     if spec.queue:
-        if not LABEL_VALUE_RE.match(spec.queue) or len(spec.queue) > 63:
-            raise InvalidRequest(f"'{spec.queue}' is not a valid queue name", field="queue")
         labels[QUEUE_LABEL] = spec.queue
+    if spec.priority_class:
+        labels[PRIORITY_LABEL] = spec.priority_class
 
     resources: dict[str, Any] = {}
     if spec.gpus_per_node:
@@ -169,9 +308,14 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         "name": CONTAINER,
         "image": image,
         "imagePullPolicy": options.image_pull_policy,
-        "command": container_command(launch, options.python),
+        "command": container_command(launch, options.python, kind),
         "workingDir": launch.workdir,
         "env": [{"name": key, "value": k8s_escape(value)} for key, value in launch.env.items()],
+        "ports": [
+            {"name": "hyperpod-agent", "containerPort": HYPERPOD_AGENT_PORT}
+            if kind == HYPERPOD[3]
+            else {"name": KUBEFLOW_PORT_NAME, "containerPort": KUBEFLOW_PORT}
+        ],
         "volumeMounts": [
             {"name": "shmem", "mountPath": "/dev/shm"},
             {"name": "fsx-volume", "mountPath": options.fs_mount},
@@ -204,7 +348,7 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         {"name": "fsx-volume", "persistentVolumeClaim": {"claimName": options.pvc_name}},
     ]
     template = {"metadata": {"labels": dict(labels)}, "spec": pod_spec}
-    restart_policy = "OnFailure" if spec.auto_resume else "Never"
+    retry_count = retries(spec)
 
     metadata: dict[str, Any] = {"name": launch.job_id, "namespace": namespace, "labels": labels}
     run_policy: dict[str, Any] = {}
@@ -214,30 +358,53 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         if spec.auto_resume:
             metadata["annotations"] = {
                 AUTO_RESUME_ANNOTATION: "true",
-                MAX_RETRY_ANNOTATION: str(spec.max_retries or 3),
+                MAX_RETRY_ANNOTATION: str(retry_count),
             }
-        run_policy["backoffLimit"] = spec.max_retries
+        if retry_count:
+            # pkg/core/job.go PastBackoffLimit fails the job once the restartCount of its
+            # running pods reaches backoffLimit (0: at the first restart), so N restarts that
+            # actually run need backoffLimit N + 1.
+            run_policy["backoffLimit"] = retry_count + 1
         job_spec: dict[str, Any] = {
             "nprocPerNode": str(spec.procs_per_node),
             "runPolicy": run_policy,
-            "pytorchReplicaSpecs": {
-                "Worker": {
-                    "replicas": spec.nodes,
-                    "restartPolicy": restart_policy,
-                    "template": template,
-                }
-            },
+        }
+        if spec.nodes > 1 and uses_torchrun(spec, multi_node_cluster=True):
+            # Worker-only with an elasticPolicy rather than a Master replica: every pod is alike
+            # (`<job>-worker-<i>`, rank i, which the logs and rank views rely on), and the
+            # operator hands torchrun its c10d rendezvous (PET_RDZV_ENDPOINT on worker 0's
+            # Service). With a Master replica the operator sets MASTER_ADDR/RANK/WORLD_SIZE for
+            # a static launch instead, rank 0 becomes a differently named pod and the workers
+            # wait in an init container for the master's DNS name (initcontainer.go).
+            job_spec["elasticPolicy"] = {
+                "rdzvBackend": "c10d",
+                "minReplicas": spec.nodes,
+                "maxReplicas": spec.nodes,
+                # torchrun restarts its worker group in place this many times (a rank that
+                # crashed, or a peer pod that came back) before its pod fails.
+                "maxRestarts": retry_count,
+            }
+        job_spec["pytorchReplicaSpecs"] = {
+            "Worker": {
+                "replicas": spec.nodes,
+                # OnFailure: the kubelet restarts a failed container in place, counted by
+                # backoffLimit; Never: a failed worker fails the job (pytorchjob_controller.go).
+                "restartPolicy": "OnFailure" if retry_count else "Never",
+                "template": template,
+            }
         }
     else:
-        run_policy["jobMaxRetryCount"] = (
-            spec.max_retries if (spec.auto_resume or spec.max_retries) else 0
-        )
+        # AWS's HyperPodPyTorchJob (hyperpod_pytorch_job_unified_config RunPolicy): the operator
+        # itself restarts a faulty job up to jobMaxRetryCount times (no pod restartPolicy set,
+        # as AWS's own template leaves it).
+        run_policy["jobMaxRetryCount"] = retry_count
         run_policy["cleanPodPolicy"] = "None"
-        template["spec"]["restartPolicy"] = restart_policy
         job_spec = {
             "nprocPerNode": str(spec.procs_per_node),
             "runPolicy": run_policy,
-            "replicaSpecs": [{"name": "pods", "replicas": spec.nodes, "template": template}],
+            "replicaSpecs": [
+                {"name": HYPERPOD_REPLICA, "replicas": spec.nodes, "template": template}
+            ],
         }
     manifest = {
         "apiVersion": f"{group}/{version}",
