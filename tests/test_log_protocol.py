@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,3 +122,26 @@ async def test_aborted_followers_leave_no_descriptor_open(api: Api, partition: P
     assert _open_in(job_dir) == []
     print(f"\n{followers} aborted followers: {len(_open_in(job_dir))} descriptors left open")
     await api.delete(f"jobs/{job['id']}")
+
+
+async def test_the_python_client_stops_at_a_refusal_with_the_whole_message(
+    jp_serverapp: Any, jp_fetch: Any, partition: Path
+) -> None:
+    """A 4000 close is not retried; the error frame's message and field reach the caller."""
+    from jupyter_hyperpod.client import HyperPodClient
+
+    (partition / "short.py").write_text("print('hi')\n")
+    api_client = HyperPodClient(jp_serverapp.connection_url, jp_serverapp.identity_provider.token)
+    loop = asyncio.get_running_loop()
+    job = await loop.run_in_executor(
+        None, lambda: api_client.submit(name="c", command=["short.py"])
+    )
+
+    def follow() -> None:
+        list(api_client.follow(job.id, offset=2**60))
+
+    started = time.monotonic()
+    with pytest.raises(errors.InvalidRequest) as refused:
+        await loop.run_in_executor(None, follow)
+    assert refused.value.field == "offset" and "between 0 and" in refused.value.message
+    assert time.monotonic() - started < 5, "a refusal is not retried"
