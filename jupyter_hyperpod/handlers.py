@@ -22,8 +22,8 @@ from .core.errors import HyperPodError, InvalidRequest, NotFound
 from .core.inputs import parse_json_body, query_int
 from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, follow_async
 from .core.models import JobState
+from .core.partition import ANSWERED_ERRNOS, os_error
 from .core.service import HyperPodService
-from .files import ANSWERED_ERRNOS, os_error
 from .openapi import openapi_document
 
 T = TypeVar("T")

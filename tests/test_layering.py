@@ -54,11 +54,9 @@ SERVICE_ADAPTERS = {
     # one removed from here (injected, or moved into core) tightens the test.
     "jupyter_hyperpod.aws",
     "jupyter_hyperpod.backends",
-    "jupyter_hyperpod.files",
     "jupyter_hyperpod.gpu",
     "jupyter_hyperpod.metrics",
     "jupyter_hyperpod.progress",
-    "jupyter_hyperpod.templates",
 }
 CORE_EXCEPTIONS = {
     # core.settings validates the orchestrator name against the backends' registry (entry points).

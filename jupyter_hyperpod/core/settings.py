@@ -93,6 +93,13 @@ class HyperPodSettings(Configurable):
         2, config=True, help="Local backend: jobs running at once; more wait PENDING."
     )
     default_template = Unicode("script", config=True, help="Template the submit form starts with.")
+    template_catalog = Unicode(
+        "jupyter_hyperpod.templates.catalog:CATALOG",
+        config=True,
+        help="The job templates: an import string 'module:name' naming a TemplateCatalog "
+        "(jupyter_hyperpod.core.catalog); the built-in one has script, QLoRA fine-tune and "
+        "evaluation.",
+    )
     cluster_python = Unicode(
         "python3", config=True, help="Python interpreter on the cluster's nodes."
     )

@@ -8,21 +8,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..core.catalog import TemplateContext
 from ..core.errors import InvalidRequest, validation_error
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
-from ..files import confine_params
-
-
-@dataclass(frozen=True)
-class TemplateContext:
-    """What a template may need to know about where the job will run."""
-
-    orchestrator: str
-    """local | slurm | kubernetes"""
-    partition: str
-    """The user's partition, absolute on this machine (IDE paths)."""
-    mlflow_tracking_uri: str | None
-    python: str
+from ..core.partition import confine_params
 
 
 @dataclass(frozen=True)

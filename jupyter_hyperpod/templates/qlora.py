@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.errors import InvalidRequest
 from ..core.models import JobSpec, TemplateInfo, TemplateParam
-from ..files import read_yaml
+from ..core.partition import read_yaml
 from .base import Template, TemplateContext
 from .common import (
     ENV,
