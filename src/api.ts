@@ -14,6 +14,9 @@ import {
   ILogSnapshot,
   INode,
   IRendered,
+  IQueuePage,
+  IQueueLogs,
+  IQueueQuery,
   ITemplateInfo,
   JobState,
   Submission
@@ -139,6 +142,31 @@ export class HyperpodClient {
 
   metrics(id: string): Promise<IJobMetrics> {
     return this._get(`jobs/${encodeURIComponent(id)}/metrics`);
+  }
+
+  /** A page of the cluster's queue: every user's jobs (GET queue). */
+  queue(query: IQueueQuery = {}): Promise<IQueuePage> {
+    return this._get(
+      'queue' +
+        queryString({
+          mine: query.mine ? 'true' : undefined,
+          state: query.state,
+          queue: query.queue,
+          offset: query.offset,
+          limit: query.limit,
+          refresh: query.refresh ? 'true' : undefined
+        })
+    );
+  }
+
+  /** Open one of my jobs submitted elsewhere (a queue row) as a job of this server. */
+  adopt(queueId: string): Promise<IJob> {
+    return this._send('POST', 'queue/adopt', { id: queueId });
+  }
+
+  /** A queue row's log, read-only, where the cluster lets this user read it. */
+  queueLogs(queueId: string, tail = 200): Promise<IQueueLogs> {
+    return this._get('queue/logs' + queryString({ id: queueId, tail }));
   }
 
   /**

@@ -48,6 +48,7 @@ const VIEW_TITLES: Record<ViewName, string> = {
   cluster: 'Cluster Nodes',
   files: 'Partition Files',
   jobs: 'Jobs',
+  queue: 'Cluster Queue',
   submit: 'Submit a Job'
 };
 

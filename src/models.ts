@@ -272,3 +272,61 @@ export interface IErrorBody {
   message: string;
   field?: string | null;
 }
+
+/** One job of the cluster's queue, as the cluster shows it to every user (GET queue). */
+export interface IQueueJob {
+  id: string;
+  name: string;
+  user: string;
+  state: JobState;
+  native_state: string;
+  reason: string | null;
+  position: number | null;
+  /** For my pending jobs: where they are in the queue and what holds the resources. */
+  explanation: string | null;
+  nodes: number;
+  node_list: string | null;
+  gpus: number;
+  partition: string | null;
+  namespace: string | null;
+  kind: string | null;
+  priority: number | null;
+  priority_class: string | null;
+  submitted: number | null;
+  started: number | null;
+  mine: boolean;
+  /** This server's job id, when submitted here or adopted. */
+  job_id: string | null;
+  /** Mine, submitted elsewhere and not adopted yet. */
+  adoptable: boolean;
+  logs_readable: boolean;
+  logs_reason: string | null;
+  log: string | null;
+}
+
+export interface IQueuePage {
+  jobs: IQueueJob[];
+  total: number;
+  offset: number;
+  limit: number;
+  counts: Record<string, number>;
+  partitions: string[];
+  source: string;
+  fetched: number;
+}
+
+export interface IQueueLogs {
+  id: string;
+  text: string;
+  truncated: boolean;
+}
+
+export interface IQueueQuery {
+  mine?: boolean;
+  /** Comma-separated states; '' = pending and running; 'all' = every state. */
+  state?: string;
+  queue?: string;
+  offset?: number;
+  limit?: number;
+  refresh?: boolean;
+}

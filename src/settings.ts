@@ -2,9 +2,15 @@
 
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
-export type ViewName = 'cluster' | 'files' | 'jobs' | 'submit';
+export type ViewName = 'cluster' | 'files' | 'jobs' | 'queue' | 'submit';
 
-export const VIEWS: ViewName[] = ['cluster', 'files', 'jobs', 'submit'];
+export const VIEWS: ViewName[] = [
+  'cluster',
+  'files',
+  'jobs',
+  'queue',
+  'submit'
+];
 
 export interface IPanelSettings {
   /** Seconds between refreshes of nodes, jobs and metrics. */

@@ -9,6 +9,7 @@ import { ClusterView } from './ClusterView';
 import { ErrorMessage, useSignal } from './common';
 import { FilesView } from './FilesView';
 import { JobsView } from './JobsView';
+import { QueueView } from './QueueView';
 import { SubmitView } from './SubmitView';
 
 export interface IPanelActions {
@@ -28,6 +29,7 @@ const TABS: { id: ViewName; title: string }[] = [
   { id: 'cluster', title: 'Cluster' },
   { id: 'files', title: 'Files' },
   { id: 'jobs', title: 'Jobs' },
+  { id: 'queue', title: 'Queue' },
   { id: 'submit', title: 'Submit' }
 ];
 
@@ -160,6 +162,13 @@ function PanelBody(props: {
                 resubmitJob={actions.resubmitJob}
                 cancelJobs={actions.cancelJobs}
                 removeJobs={actions.removeJobs}
+              />
+            ) : tab.id === 'queue' ? (
+              <QueueView
+                client={model.client}
+                openJob={actions.openJob}
+                cancelJob={actions.cancelJob}
+                refreshSeconds={model.settings.refreshInterval}
               />
             ) : model.submitInMain ? (
               <div className="jp-hyperpod-View">
