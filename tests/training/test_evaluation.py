@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,8 @@ import yaml
 from jupyter_hyperpod.metrics import read_job_metrics
 from jupyter_hyperpod.training.config import load_config
 from jupyter_hyperpod.training.dataprep import prepare, read_split
-
-from .conftest import run_module
+from jupyter_hyperpod.training.evaluate import evaluate
+from jupyter_hyperpod.training.merge import merge_adapter
 
 
 def greedy(model_dir: Path, prompt: str, max_new_tokens: int, adapter: Path | None = None) -> str:
@@ -39,7 +40,9 @@ def greedy(model_dir: Path, prompt: str, max_new_tokens: int, adapter: Path | No
 
 
 @pytest.mark.slow
-def test_merged_and_adapter_against_the_full_precision_base(project: Path) -> None:
+def test_merged_and_adapter_against_the_full_precision_base(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -59,15 +62,20 @@ def test_merged_and_adapter_against_the_full_precision_base(project: Path) -> No
     adapted.save_pretrained(str(config.adapter_path))
     AutoTokenizer.from_pretrained(config.model_id).save_pretrained(str(config.adapter_path))
 
-    first = run_module(["evaluate", "--config", project.name], cwd, HYPERPOD_JOB_ID="eval-a")
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    # The steps in this process (the command line around them is tested in test_pipeline).
+    for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(name, raising=False)
+    # The step sets up logging (basicConfig(force=True)): give pytest its handlers back after.
+    monkeypatch.setattr(logging.root, "handlers", list(logging.root.handlers))
+    monkeypatch.setattr(logging.root, "level", logging.root.level)
+    monkeypatch.setenv("HYPERPOD_JOB_ID", "eval-a")
+    evaluate(config)
     adapter_run = json.loads(config.eval_output_path.read_text())
     assert adapter_run["finetuned_model"] == "base+adapter" and adapter_run["dtype"] == "float32"
 
-    merged = run_module(["merge", "--config", project.name], cwd)
-    assert merged.returncode == 0, merged.stdout[-3000:] + merged.stderr[-3000:]
-    second = run_module(["evaluate", "--config", project.name], cwd, HYPERPOD_JOB_ID="eval-m")
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    merge_adapter(config)
+    monkeypatch.setenv("HYPERPOD_JOB_ID", "eval-m")
+    evaluate(config)
     merged_run = json.loads(config.eval_output_path.read_text())
     assert merged_run["finetuned_model"] == "merged"
 
