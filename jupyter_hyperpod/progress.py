@@ -129,3 +129,47 @@ def progress_of_log(
     text: str, *, started: float | None = None, now: float | None = None
 ) -> JobProgress | None:
     return parse_progress(visible_lines(text)[-TAIL_LINES:], started=started, now=now)
+
+
+TOTAL_PARAMS = ("run.total_steps", "max_steps")
+"""MLflow params that give the number of steps: ours (`training/train.py`), then the Trainer's
+(`MLflowCallback` logs the TrainingArguments; -1 means "by epochs": unknown)."""
+LOSS_METRICS = ("loss", "train_loss", "train/loss")
+
+
+def progress_from_mlflow(
+    tracking_uri: str | None, job_id: str, *, started: float | None = None
+) -> JobProgress | None:
+    """The job's MLflow run: the last step logged and the run's total steps, or None."""
+    if not tracking_uri:
+        return None
+    from .metrics import _find_run, sqlite_store_ready
+
+    if tracking_uri.startswith("sqlite:///") and not sqlite_store_ready(tracking_uri):
+        return None  # never open (and so migrate) a store the job is still creating
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        return None
+    client = MlflowClient(tracking_uri=tracking_uri)
+    run = _find_run(client, job_id)
+    if run is None:
+        return None
+    total = 0
+    for param in TOTAL_PARAMS:
+        raw = run.data.params.get(param)
+        if raw is not None and raw.lstrip("-").isdigit() and int(raw) > 0:
+            total = int(raw)
+            break
+    metric = next((m for m in LOSS_METRICS if m in run.data.metrics), None)
+    if not total or metric is None:
+        return None
+    history = client.get_metric_history(run.info.run_id, metric)
+    if not history:
+        return None
+    last = max(history, key=lambda m: (m.step, m.timestamp))
+    step = max(0, min(int(last.step), total))
+    if not step:
+        return None
+    found = parse_progress([f"step {step}/{total} | loss {last.value}"], started=started)
+    return found.model_copy(update={"source": "mlflow"}) if found else None

@@ -3,6 +3,7 @@ Face's ProgressCallback) produce the text, the one parser reads it, and a runnin
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import textwrap
@@ -111,10 +112,80 @@ async def test_a_running_job_carries_its_progress(api: Api, partition: Path) -> 
         progress = reply.body.get("progress")
         if progress and progress["step"] == 8:
             break
-        await __import__("asyncio").sleep(0.2)
+        await asyncio.sleep(0.2)
     assert progress is not None and progress["step"] == 8 and progress["total"] == 8
     assert progress["loss"] == pytest.approx(0.125) and progress["source"] == "training"
     listed = await api.get("jobs")
     assert [j["progress"]["step"] for j in listed.body["jobs"] if j["id"] == job["id"]] == [8]
     cancelled = await api.delete(f"jobs/{job['id']}")
     assert cancelled.body["state"] == "CANCELLED" and cancelled.body.get("progress") is None
+
+
+def test_progress_from_an_mlflow_run(tmp_path: Path) -> None:
+    mlflow = pytest.importorskip("mlflow")
+    from jupyter_hyperpod.progress import progress_from_mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert progress_from_mlflow(uri, "nothing-yet") is None  # no store: never created here
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment("progress")
+        with mlflow.start_run(tags={"hyperpod.job_id": "ft-abc123"}):
+            mlflow.log_params({"run.total_steps": 20})
+            for step in range(1, 6):
+                mlflow.log_metric("loss", 1.0 / step, step=step)
+        with mlflow.start_run(tags={"hyperpod.job_id": "hf-def456"}):
+            mlflow.log_params({"max_steps": -1})  # the Trainer by epochs: no total
+            mlflow.log_metric("loss", 0.5, step=3)
+    finally:
+        mlflow.set_tracking_uri("")
+    found = progress_from_mlflow(uri, "ft-abc123", started=time.time() - 10)
+    assert found is not None and found.source == "mlflow"
+    assert (found.step, found.total) == (5, 20) and found.loss == pytest.approx(0.2)
+    assert found.eta_seconds is not None and found.eta_seconds > 0
+    assert progress_from_mlflow(uri, "hf-def456") is None
+    assert progress_from_mlflow(uri, "other-000000") is None
+
+
+MLFLOW_ONLY = textwrap.dedent(
+    """
+    import os, time
+    import mlflow
+    mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+    mlflow.set_experiment("quiet")
+    with mlflow.start_run(tags={"hyperpod.job_id": os.environ["HYPERPOD_JOB_ID"]}):
+        mlflow.log_params({"run.total_steps": 10})
+        for step in range(1, 5):
+            mlflow.log_metric("loss", 2.0 / step, step=step)
+        print("logged", flush=True)  # no step lines: the log tells nothing
+        time.sleep(60)
+    """
+)
+
+
+@pytest.mark.slow
+async def test_a_job_that_prints_no_steps_gets_its_progress_from_mlflow(
+    api: Api, partition: Path
+) -> None:
+    pytest.importorskip("mlflow")
+    (partition / "quiet.py").write_text(MLFLOW_ONLY)
+    job = await api.submit(
+        {"name": "quiet", "template": "script", "params": {"script": "quiet.py"}}
+    )
+    deadline = time.monotonic() + 90
+    progress = None
+    while time.monotonic() < deadline:
+        reply = await api.get(f"jobs/{job['id']}")
+        if reply.body["state"] not in ("PENDING", "RUNNING"):
+            log = await api.get(f"jobs/{job['id']}/logs", tail=30)
+            raise AssertionError(
+                f"{reply.body['state']} {reply.body['exit_code']} {reply.body['state_reason']}: {log.body['text']}"
+            )
+        progress = reply.body.get("progress")
+        if progress and progress["step"] == 4:
+            break
+        await asyncio.sleep(0.5)
+    await api.delete(f"jobs/{job['id']}")
+    assert progress is not None, "no progress from the MLflow run"
+    assert progress["source"] == "mlflow" and (progress["step"], progress["total"]) == (4, 10)
+    assert progress["loss"] == pytest.approx(0.5)

@@ -24,7 +24,10 @@ from pydantic import ValidationError
 from ..backends import backend_class, create_orchestrator
 from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..backends.state import state_class
+from ..files import Partition, check_text, partition_dir
 from ..gpu import GpuMetrics, GpuNodes, JobGpu
+from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
+from ..templates.spec import build_spec, parameter_values
 from .api import (
     Diagnosis,
     DiagnosticCheck,
@@ -34,7 +37,6 @@ from .api import (
     connect_request,
     request_body,
 )
-from .catalog import TemplateCatalog, TemplateContext, load_catalog
 from .errors import (
     AwsDenied,
     Forbidden,
@@ -64,7 +66,6 @@ from .models import (
     TemplateParam,
     TemplateSubmission,
 )
-from .partition import Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
 from .settings import HyperPodSettings
 from .store import JobStore
@@ -87,13 +88,10 @@ class HyperPodService:
         orchestrator: Orchestrator | None = None,
         *,
         create_partition: bool = True,
-        catalog: TemplateCatalog | None = None,
     ) -> None:
         """`create_partition`: make the partition directory now (the server does); without it
         (the CLI and the magics standalone) only a submit makes it: reads never do."""
         self.settings = settings
-        self.catalog = catalog or load_catalog(settings.template_catalog)
-        """The job templates (`core/catalog.py`): given, or named by `template_catalog`."""
         self.fs_root = Path(settings.shared_fs_root).expanduser().resolve()
         self.partition = Partition(partition_dir(self.fs_root, settings.partition, settings.user))
         if create_partition:
@@ -315,7 +313,7 @@ class HyperPodService:
 
     # -- templates and specs -------------------------------------------------------------
     def templates(self) -> list[TemplateInfo]:
-        return self.catalog.infos()
+        return [template.info for template in BUILTIN_TEMPLATES]
 
     def template_context(self) -> TemplateContext:
         return TemplateContext(
@@ -338,8 +336,8 @@ class HyperPodService:
                 submission = TemplateSubmission.model_validate(body)
             except ValidationError as error:
                 raise validation_error(error) from None
-            spec = self.catalog.build(submission, self.template_context())
-            self._check_paths_exist(self.catalog.params(submission.template), spec.params)
+            spec = build_spec(submission, self.template_context())
+            self._check_paths_exist(get_template(submission.template).info.params, spec.params)
             return spec
         try:
             return JobSpec.model_validate(body)
@@ -391,7 +389,7 @@ class HyperPodService:
         spec = self.spec_from_body(body)
         rendered = self.orchestrator.render(self._launch(spec, f"{spec.name}-xxxxxx"))
         values = (
-            self.catalog.values(TemplateSubmission.model_validate(body), self.template_context())
+            parameter_values(TemplateSubmission.model_validate(body), self.template_context())
             if spec.template and "command" not in body
             else {}
         )
@@ -611,9 +609,31 @@ class HyperPodService:
             except Exception as error:  # a log not there yet, a backend hiccup: no progress
                 log.debug("no progress for %s: %s", job.id, error)
                 progress = None
+            if progress is None:
+                progress = self._mlflow_progress(job, data)
             cached = (time.monotonic(), progress)
             cache[job.id] = cached
         return job.model_copy(update={"progress": cached[1]}) if cached[1] else job
+
+    MLFLOW_PROGRESS_MAX_AGE = 10.0
+    """Seconds between MLflow reads for a job whose log tells no progress."""
+
+    def _mlflow_progress(self, job: Job, data: dict[str, Any]) -> Any:
+        """The progress the job's MLflow run tells (last step of its loss, its total steps)."""
+        from ..progress import progress_from_mlflow
+
+        cache: dict[str, tuple[float, Any]] = self.__dict__.setdefault("_mlflow_progress_cache", {})
+        cached = cache.get(job.id)
+        if cached is None or time.monotonic() - cached[0] > self.MLFLOW_PROGRESS_MAX_AGE:
+            try:
+                uri = self.mlflow_uri_for_server(data.get("mlflow_uri"))
+                progress = progress_from_mlflow(uri, job.id, started=job.started)
+            except Exception as error:  # MLflow down or slow: the list still answers
+                log.debug("no MLflow progress for %s: %s", job.id, error)
+                progress = None
+            cached = (time.monotonic(), progress)
+            cache[job.id] = cached
+        return cached[1]
 
     def forget(self, job_id: str, *, delete_files: bool = False) -> ForgottenJob:
         """Remove a job from the history (cancelled first if it still runs); its directory
