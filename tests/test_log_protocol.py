@@ -99,29 +99,31 @@ async def test_aborted_followers_leave_no_descriptor_open(api: Api, partition: P
     job = await api.submit({"name": "leak", "command": ["writer.py"], "procs_per_node": 2})
     await api.wait_for(job["id"], {"RUNNING"})
     job_dir = partition / ".hyperpod" / "jobs" / job["id"]
-    followers = 24
-    for round_ in range(followers):
-        ws = await api._ws_fetch(
-            "hyperpod",
-            "api",
-            "jobs",
-            job["id"],
-            "logs",
-            "stream",
-            params={"rank": "all"},
-        )
-        for _ in range(3 + round_ % 4):
-            assert await asyncio.wait_for(ws.read_message(), 10) is not None
-        if round_ % 2:
-            ws.close()  # a clean close
-        else:
-            ws.protocol.stream.close()  # a dropped connection: no close frame
-    deadline = asyncio.get_running_loop().time() + 10
-    while _open_in(job_dir) and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.1)
-    assert _open_in(job_dir) == []
-    print(f"\n{followers} aborted followers: {len(_open_in(job_dir))} descriptors left open")
-    await api.delete(f"jobs/{job['id']}")
+    try:
+        followers = 24
+        for round_ in range(followers):
+            ws = await api._ws_fetch(
+                "hyperpod",
+                "api",
+                "jobs",
+                job["id"],
+                "logs",
+                "stream",
+                params={"rank": "all"},
+            )
+            for _ in range(3 + round_ % 4):
+                assert await asyncio.wait_for(ws.read_message(), 10) is not None
+            if round_ % 2:
+                ws.close()  # a clean close
+            else:
+                ws.protocol.stream.close()  # a dropped connection: no close frame
+        deadline = asyncio.get_running_loop().time() + 10
+        while _open_in(job_dir) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)
+        assert _open_in(job_dir) == []
+        print(f"\n{followers} aborted followers: {len(_open_in(job_dir))} descriptors left open")
+    finally:  # the writer never ends by itself
+        await api.delete(f"jobs/{job['id']}")
 
 
 async def test_the_python_client_stops_at_a_refusal_with_the_whole_message(

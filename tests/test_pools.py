@@ -15,7 +15,7 @@ from .helpers import Api
 STUBBORN = """import signal, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print("ignoring SIGTERM", flush=True)
-time.sleep(600)
+time.sleep(120)  # bounded: a failing test leaves nothing running for long
 """
 
 
