@@ -144,11 +144,12 @@ def standalone_service(args: argparse.Namespace, note: TextIO | None = None) -> 
     return service
 
 
-def open_api(args: argparse.Namespace, note: TextIO | None = sys.stderr) -> HyperPodAPI:
-    """The server's REST API when there is one for us, else the core in this process."""
+def open_api(args: argparse.Namespace, note: TextIO | None = None) -> HyperPodAPI:
+    """The server's REST API when there is one for us, else the core in this process (said on
+    `note`, default: stderr as it is now)."""
     client = server_client(args)
     if client is None:
-        return standalone_service(args, note)
+        return standalone_service(args, note or sys.stderr)
     if getattr(args, "kubeconfig", None) or getattr(args, "profile", None):
         from .exits import EXIT_USAGE, CommandError
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from ..client import HyperPodClient
 from ..core.api import HyperPodAPI
 from ..core.errors import InvalidRequest
 from .exits import EXIT_USAGE, CommandError
@@ -158,6 +159,9 @@ def build_submission(
                 "the cell is empty: write the script to submit below %%hyperpod submit", EXIT_USAGE
             )
         name = args.name or "cell"
+        if context.local_partition is None and not isinstance(api, HyperPodClient):
+            # The core in this process makes its partition on the first submit; this is one.
+            Path(context.partition).mkdir(parents=True, exist_ok=True)
         path = write_cell(cell, slug(name, "cell"), context)
         workdir = generic.pop("workdir", None)
         if workdir is None:

@@ -107,3 +107,23 @@ def test_standalone_says_so_and_reads_create_no_partition(
     assert dry.returncode == 0 and not partition.exists(), dry.stderr
     done = cli(jupyter_env, "submit", "--wait", "--spec", str(spec))
     assert done.returncode == 0 and partition.is_dir(), done.stderr
+
+
+def test_magics_standalone_read_nothing_then_a_cell_submit_makes_the_partition(
+    jupyter_env: dict[str, str], fs_root: Path, shell: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_file = Path(jupyter_env["JUPYTER_CONFIG_DIR"]) / "jupyter_server_config.json"
+    config = json.loads(config_file.read_text())
+    config["HyperPodApp"]["partition"] = "user"
+    config_file.write_text(json.dumps(config))
+    partition = fs_root / "alice"
+
+    assert list(shell.run_line_magic("hyperpod", "jobs")) == []
+    assert shell.run_line_magic("hyperpod", "cluster").filesystem.partition == str(partition)
+    assert not partition.exists()
+    err = capsys.readouterr().err
+    assert err.count("standalone (") == 1 and f"partition {partition}" in err  # said once
+
+    job = shell.run_cell_magic("hyperpod", "submit --name first -w", "print('made it')\n")
+    assert partition.is_dir() and job.spec.command[0].startswith(str(partition))
+    assert shell.run_line_magic("hyperpod", f"logs {job.id}").strip() == "made it"
