@@ -22,7 +22,7 @@ from jupyter_hyperpod.core.settings import HyperPodSettings
 from ..cli.conftest import jupyter_env, shell  # noqa: F401 - fixtures
 from ..helpers import Api
 from ..test_contract import check
-from .conftest import ME, OTHER, SlurmUsers
+from .conftest import ME, OTHER, SUBMITTED, SlurmUsers
 
 pytestmark = pytest.mark.slurm
 
@@ -334,3 +334,61 @@ def squeue_state(slurm_id: str) -> str:
         text=True,
         check=False,
     ).stdout.strip()
+
+
+MLFLOW_JOB = """{python} - <<'PY'
+import os, mlflow
+mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+with mlflow.start_run(tags={{"hyperpod.job_id": os.environ["SLURM_JOB_ID"]}}):
+    for step in range(3):
+        mlflow.log_metric("loss", 1.0 / (step + 1), step=step)
+print("logged", flush=True)
+PY"""
+
+
+@pytest.mark.slow
+def test_an_adopted_jobs_metrics_from_its_mlflow_run(
+    slurm_users: SlurmUsers, tmp_path: Path
+) -> None:
+    """A job submitted with sbatch that tags its MLflow run with its Slurm id shows its curves.
+    As root: this machine's Python with MLflow lives under /root, which the test users cannot
+    run (the two-user tests need no Python in their jobs)."""
+    fs_root = tmp_path / "fsx"
+    settings = HyperPodSettings(
+        orchestrator="slurm",
+        shared_fs_root=str(fs_root),
+        partition="shared",
+        user="root",
+        job_store=str(tmp_path / "jobs.sqlite"),
+    )
+    service = HyperPodService(settings)
+    try:
+        tracking = service.mlflow_uri_for_jobs
+        Path(tracking.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [
+                "sbatch",
+                "--parsable",
+                "-J",
+                "root-mlflow",
+                f"--output={tmp_path}/%j.out",
+                f"--export=ALL,MLFLOW_TRACKING_URI={tracking}",
+                "--wrap",
+                MLFLOW_JOB.format(python=sys.executable),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        slurm_id = done.stdout.strip().split(";")[0]
+        SUBMITTED.append(slurm_id)
+        wait_until(lambda: squeue_state(slurm_id) in ("COMPLETED", "FAILED"), timeout=120)
+        assert squeue_state(slurm_id) == "COMPLETED", (tmp_path / f"{slurm_id}.out").read_text()
+        job = service.adopt(slurm_id)
+        assert job.name == "root-mlflow"
+        metrics = service.metrics(job.id)
+        assert metrics.run is not None, metrics.message
+        assert [p.value for p in metrics.metrics["loss"]] == [1.0, 0.5, pytest.approx(1 / 3)]
+    finally:
+        service.close()
