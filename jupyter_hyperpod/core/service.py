@@ -24,10 +24,7 @@ from pydantic import ValidationError
 from ..backends import backend_class, create_orchestrator
 from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from ..backends.state import state_class
-from ..files import Partition, check_text, partition_dir
 from ..gpu import GpuMetrics, GpuNodes, JobGpu
-from ..templates import BUILTIN_TEMPLATES, TemplateContext, get_template
-from ..templates.spec import build_spec, parameter_values
 from .api import (
     Diagnosis,
     DiagnosticCheck,
@@ -37,6 +34,7 @@ from .api import (
     connect_request,
     request_body,
 )
+from .catalog import TemplateCatalog, TemplateContext, load_catalog
 from .errors import (
     AwsDenied,
     Forbidden,
@@ -66,6 +64,7 @@ from .models import (
     TemplateParam,
     TemplateSubmission,
 )
+from .partition import Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
 from .settings import HyperPodSettings
 from .store import JobStore
@@ -88,10 +87,13 @@ class HyperPodService:
         orchestrator: Orchestrator | None = None,
         *,
         create_partition: bool = True,
+        catalog: TemplateCatalog | None = None,
     ) -> None:
         """`create_partition`: make the partition directory now (the server does); without it
         (the CLI and the magics standalone) only a submit makes it: reads never do."""
         self.settings = settings
+        self.catalog = catalog or load_catalog(settings.template_catalog)
+        """The job templates (`core/catalog.py`): given, or named by `template_catalog`."""
         self.fs_root = Path(settings.shared_fs_root).expanduser().resolve()
         self.partition = Partition(partition_dir(self.fs_root, settings.partition, settings.user))
         if create_partition:
@@ -313,7 +315,7 @@ class HyperPodService:
 
     # -- templates and specs -------------------------------------------------------------
     def templates(self) -> list[TemplateInfo]:
-        return [template.info for template in BUILTIN_TEMPLATES]
+        return self.catalog.infos()
 
     def template_context(self) -> TemplateContext:
         return TemplateContext(
@@ -336,8 +338,8 @@ class HyperPodService:
                 submission = TemplateSubmission.model_validate(body)
             except ValidationError as error:
                 raise validation_error(error) from None
-            spec = build_spec(submission, self.template_context())
-            self._check_paths_exist(get_template(submission.template).info.params, spec.params)
+            spec = self.catalog.build(submission, self.template_context())
+            self._check_paths_exist(self.catalog.params(submission.template), spec.params)
             return spec
         try:
             return JobSpec.model_validate(body)
@@ -389,7 +391,7 @@ class HyperPodService:
         spec = self.spec_from_body(body)
         rendered = self.orchestrator.render(self._launch(spec, f"{spec.name}-xxxxxx"))
         values = (
-            parameter_values(TemplateSubmission.model_validate(body), self.template_context())
+            self.catalog.values(TemplateSubmission.model_validate(body), self.template_context())
             if spec.template and "command" not in body
             else {}
         )
