@@ -15,10 +15,13 @@ from kubernetes import config as k8s_config
 from traitlets.config import Config
 
 from jupyter_hyperpod.backends.base import Launch, StoredJob
+from jupyter_hyperpod.backends.kubernetes import backend as backend_module
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+from jupyter_hyperpod.backends.kubernetes.manifest import build_manifest
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
+from . import official
 from .controller import Controller, validate_pytorchjob
 from .emulator import EmulatorThread
 
@@ -95,8 +98,12 @@ def kubeconfig(k8s: EmulatorThread, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="session")
 def controller(k8s: EmulatorThread, kubeconfig: Path) -> Iterator[Controller]:
     assert k8s.emulator is not None
-    # The training operator's validating webhook (v1.8+), in front of the API server.
-    k8s.emulator.admission["pytorchjobs"] = validate_pytorchjob
+    # What the API server does with a create: the CRD's schema (here the maintained models of
+    # each API, official.py), then the training operator's validating webhook (v1.8+).
+    k8s.emulator.admission["pytorchjobs"] = lambda job: (
+        official.refusal(job) or validate_pytorchjob(job)
+    )
+    k8s.emulator.admission["hyperpodpytorchjobs"] = official.refusal
     api = k8s_config.new_client_from_config(str(kubeconfig))
     ctl = Controller(api, k8s.emulator.logs, [f"hyperpod-i-{i:05d}" for i in range(NODES)])
     ctl.start()
@@ -122,6 +129,19 @@ def make_settings(fs_root: Path, kubeconfig: Path, **traits: Any) -> HyperPodSet
     for key, value in traits.items():
         setattr(config.KubernetesOrchestrator, key, value)
     return HyperPodSettings(config=config)
+
+
+@pytest.fixture(autouse=True)
+def official_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every manifest the backend renders in these tests (previews and submits) is checked with
+    the maintained models of its API."""
+
+    def checked(launch: Launch, options: Any) -> dict[str, Any]:
+        manifest = build_manifest(launch, options)
+        official.check_manifest(manifest)
+        return manifest
+
+    monkeypatch.setattr(backend_module, "build_manifest", checked)
 
 
 @pytest.fixture

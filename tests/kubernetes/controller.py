@@ -199,6 +199,8 @@ class JobRunner(threading.Thread):
     """What both operators share: owner references, pods and their garbage collection."""
 
     replica_label: str = ""
+    # Kubeflow's JobCondition has lastUpdateTime; the HyperPod CRD's has lastProbeTime.
+    update_time = "lastUpdateTime"
 
     def __init__(
         self, controller: Controller, obj: dict[str, Any], kind: tuple[str, str, str]
@@ -246,7 +248,7 @@ class JobRunner(threading.Thread):
             "status": status,
             "reason": reason,
             "message": message,
-            "lastUpdateTime": now,
+            self.update_time: now,
             "lastTransitionTime": current["lastTransitionTime"]
             if current and current["status"] == status
             else now,
@@ -675,6 +677,8 @@ class KubeflowJob(JobRunner):
 
 
 class HyperPodJob(JobRunner):
+    update_time = "lastProbeTime"
+
     def reconcile_forever(self) -> None:
         spec = self.obj["spec"]
         replica = spec["replicaSpecs"][0]
@@ -736,9 +740,13 @@ class HyperPodJob(JobRunner):
             self.status["startTime"] = now_iso()
         faulty = [name for name, pod in pods.items() if pod["phase"] == "Failed"]
         if faulty:
-            self.status["latestFaultyPodInstanceList"] = [
-                {"podName": name, "rank": self.index_of(name)} for name in faulty
-            ]
+            # FaultyPodInstanceList of the CRD (AWS's unified config): a job-level restart (JLR).
+            self.status["latestFaultyPodInstanceList"] = {
+                "restartType": "JLR",
+                "faultyPodList": faulty,
+                "faultyRankList": [str(self.index_of(name)) for name in faulty],
+                "faultyInstanceIdList": [self.pods[name].node or "" for name in faulty],
+            }
             if self.status["restartCount"] < self.max_retries:
                 self.status["restartCount"] += 1
                 self.set_condition(

@@ -69,6 +69,9 @@ def main() -> None:
         f"--master-port={start['master_port']}",
         *torchrun_args(sys.argv[1:]),
     ]
+    # The static rendezvous is the shim's, not the agent's: when rank 0's store ends before a
+    # peer's agent has left, torch warns that the connection closed; the agent does not.
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     os.execv(argv[0], argv)
 
 

@@ -13,6 +13,7 @@ from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.core.errors import NotFound
 from jupyter_hyperpod.core.models import JobState
 
+from . import official
 from .conftest import make_launch, stored, wait_for, wait_state
 from .controller import Controller
 from .emulator import EmulatorThread
@@ -203,9 +204,11 @@ def test_logs_continue_after_a_restart(
         "sagemaker.amazonaws.com", "v1", "default", "hyperpodpytorchjobs", job.backend_id
     )
     assert obj["status"]["restartCount"] == 1
-    assert obj["status"]["latestFaultyPodInstanceList"] == [
-        {"podName": f"{job.backend_id}-pods-1", "rank": 1}
-    ]
+    faulty = obj["status"]["latestFaultyPodInstanceList"]
+    assert faulty["faultyPodList"] == [f"{job.backend_id}-pods-1"]
+    assert faulty["faultyRankList"] == ["1"] and faulty["restartType"] == "JLR"
+    # The status the double writes is one AWS's model of the CRD reads.
+    official.hyperpod.HyperPodPytorchJobStatus.model_validate(obj["status"], by_name=True)
     resumed_log(follow_until(reader, r"/2 done\n"), 1)
     reader.close()
 

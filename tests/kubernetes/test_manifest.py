@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from jupyter_hyperpod.backends.kubernetes.manifest import (
 )
 from jupyter_hyperpod.core.errors import Forbidden, InvalidRequest
 
+from . import official
 from .conftest import IMAGE, make_launch, make_settings
 
 
@@ -389,3 +391,28 @@ def test_queue_and_priority_class_are_the_clusters(fs_root: Path) -> None:
     with pytest.raises(InvalidRequest) as error:
         build_manifest(make_launch(fs_root, priority_class="urgent"), options)
     assert error.value.field == "priority_class" and "training-priority" in error.value.message
+
+
+def test_official_models_refuse_what_the_apis_do_not_have(fs_root: Path) -> None:
+    """The checks every rendered manifest goes through (official.py) do catch a field that is not
+    in the API, at each level: job spec, elastic policy, pod template."""
+    options = ManifestOptions(
+        namespace="kubeflow", kind="PyTorchJob", image=IMAGE, pvc_name="fsx-claim", fs_mount="/data"
+    )
+    kubeflow = build_manifest(make_launch(fs_root, nodes=2, auto_resume=True), options)
+    hyperpod = build_manifest(make_launch(fs_root, kind="HyperPodPyTorchJob", nodes=2), options)
+    official.check_manifest(kubeflow)
+    official.check_manifest(hyperpod)
+    for manifest, path in [
+        (kubeflow, ["spec", "elasticPolicy"]),
+        (kubeflow, ["spec", "pytorchReplicaSpecs", "Worker", "template", "spec"]),
+        (hyperpod, ["spec", "runPolicy"]),
+        (hyperpod, ["spec"]),
+    ]:
+        broken = copy.deepcopy(manifest)
+        target = broken
+        for key in path:
+            target = target[key]
+        target["notAField"] = 1
+        with pytest.raises((AssertionError, ValueError)):
+            official.check_manifest(broken)

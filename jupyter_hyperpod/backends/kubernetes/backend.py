@@ -51,20 +51,15 @@ FOLLOWER_LINGER_S = 120.0
 DRAIN_TIMEOUT_S = 15.0
 
 
-def agent_hint(manifest: dict[str, Any] | None = None) -> str:
+def agent_hint(image: str = "<image>") -> str:
     """How to check that an image can run a HyperPodPyTorchJob: the HyperPod training operator
     drives each pod through the HyperPod elastic agent (PyPI hyperpod-elastic-agent), which the
     image must contain, started as `hyperpodrun`."""
-    image = "<image>"
-    if manifest:
-        for template in [r.get("template") or {} for r in manifest["spec"].get("replicaSpecs", [])]:
-            for container in (template.get("spec") or {}).get("containers") or []:
-                image = container.get("image") or image
     return (
-        "a HyperPodPyTorchJob needs the HyperPod elastic agent in its image: check with "
-        f"`docker run --rm --entrypoint hyperpodrun {image} --help` (or "
-        f"`docker run --rm {image} pip show hyperpod-elastic-agent`); install it with "
-        "`pip install hyperpod-elastic-agent` in the image (it requires torch<2.12)"
+        f"check with `docker run --rm --entrypoint hyperpodrun {image} --help` (or "
+        f"`docker run --rm {image} pip show hyperpod-elastic-agent`); install it in the image "
+        "with `pip install hyperpod-elastic-agent` (it needs torch<2.12) and start the job with "
+        "hyperpodrun"
     )
 
 

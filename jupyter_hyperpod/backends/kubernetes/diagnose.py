@@ -122,6 +122,19 @@ def kubernetes_checks(orchestrator: KubernetesOrchestrator) -> list[Check]:
                 required=kind == orchestrator.job_kind,
             )
         )
+    if orchestrator.default_kind == "HyperPodPyTorchJob":
+        from .backend import agent_hint
+
+        image = orchestrator.image or "<image>"
+        checks.append(
+            check(
+                "HyperPod elastic agent",
+                "warn",
+                f"HyperPodPyTorchJob pods start with hyperpodrun: the image ({image}) must contain "
+                "the HyperPod elastic agent, which doctor cannot see from here",
+                agent_hint(image),
+            )
+        )
     checks.append(_pvc_check(kube, k8s, orchestrator.pvc_name, namespace))
     return checks
 
