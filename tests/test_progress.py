@@ -122,23 +122,21 @@ async def test_a_running_job_carries_its_progress(api: Api, partition: Path) -> 
 
 
 def test_progress_from_an_mlflow_run(tmp_path: Path) -> None:
-    mlflow = pytest.importorskip("mlflow")
+    tracking = pytest.importorskip("mlflow.tracking")
     from jupyter_hyperpod.progress import progress_from_mlflow
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     assert progress_from_mlflow(uri, "nothing-yet") is None  # no store: never created here
-    mlflow.set_tracking_uri(uri)
-    try:
-        mlflow.set_experiment("progress")
-        with mlflow.start_run(tags={"hyperpod.job_id": "ft-abc123"}):
-            mlflow.log_params({"run.total_steps": 20})
-            for step in range(1, 6):
-                mlflow.log_metric("loss", 1.0 / step, step=step)
-        with mlflow.start_run(tags={"hyperpod.job_id": "hf-def456"}):
-            mlflow.log_params({"max_steps": -1})  # the Trainer by epochs: no total
-            mlflow.log_metric("loss", 0.5, step=3)
-    finally:
-        mlflow.set_tracking_uri("")
+    # The client, not mlflow's fluent API: no process-wide state left for the next tests.
+    client = tracking.MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("progress")
+    ours = client.create_run(experiment, tags={"hyperpod.job_id": "ft-abc123"})
+    client.log_param(ours.info.run_id, "run.total_steps", 20)
+    for step in range(1, 6):
+        client.log_metric(ours.info.run_id, "loss", 1.0 / step, step=step)
+    trainer = client.create_run(experiment, tags={"hyperpod.job_id": "hf-def456"})
+    client.log_param(trainer.info.run_id, "max_steps", -1)  # the Trainer by epochs: no total
+    client.log_metric(trainer.info.run_id, "loss", 0.5, step=3)
     found = progress_from_mlflow(uri, "ft-abc123", started=time.time() - 10)
     assert found is not None and found.source == "mlflow"
     assert (found.step, found.total) == (5, 20) and found.loss == pytest.approx(0.2)
