@@ -125,7 +125,12 @@ def test_kubernetes_preview_is_a_pytorchjob_with_the_module(fs: Path, tmp_path: 
     from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 
     conf = settings(fs, tmp_path)
-    service = HyperPodService(conf, orchestrator=KubernetesOrchestrator(settings=conf))
+    # A Kubeflow PyTorchJob (HyperPodPyTorchJob is the default kind), in a namespace where
+    # HyperPod auto-resume watches Kubeflow jobs.
+    orchestrator = KubernetesOrchestrator(
+        settings=conf, job_kind="PyTorchJob", namespace="kubeflow", allowed_namespaces=["kubeflow"]
+    )
+    service = HyperPodService(conf, orchestrator=orchestrator)
     rendered = service.render(
         {"name": "ft", "template": "qlora-finetune", "params": {**FORM, "efa_per_node": 1}}
     )
