@@ -89,9 +89,11 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     verbs.required = True
 
     def verb(name: str, help_text: str, **kwargs: Any) -> Parser:
-        return verbs.add_parser(
+        made = verbs.add_parser(
             name, help=help_text, description=help_text, parents=[common], **kwargs
-        )  # type: ignore[no-any-return]
+        )
+        assert isinstance(made, Parser)  # parser_class=Parser
+        return made
 
     verb("cluster", "the cluster, the user and the partition")
     verb("nodes", "nodes with their state, health and free GPUs")
