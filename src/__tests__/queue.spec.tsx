@@ -179,3 +179,40 @@ describe('QueueView', () => {
     ).toContain('loss 0.5');
   });
 });
+
+describe('QueueView polling', () => {
+  it('asks the server only while its tab is shown', async () => {
+    jest.useFakeTimers();
+    try {
+      const { client, queries } = fakeClient([THEIRS]);
+      const view = render(
+        <QueueView
+          client={client}
+          openJob={jest.fn()}
+          cancelJob={jest.fn()}
+          refreshSeconds={1}
+          active={false}
+        />
+      );
+      await act(async () => {
+        jest.advanceTimersByTime(3000);
+      });
+      expect(queries).toHaveLength(0);
+      view.rerender(
+        <QueueView
+          client={client}
+          openJob={jest.fn()}
+          cancelJob={jest.fn()}
+          refreshSeconds={1}
+          active={true}
+        />
+      );
+      await act(async () => {
+        jest.advanceTimersByTime(2500);
+      });
+      expect(queries.length).toBeGreaterThanOrEqual(3);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});

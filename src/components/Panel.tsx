@@ -169,6 +169,7 @@ function PanelBody(props: {
                 openJob={actions.openJob}
                 cancelJob={actions.cancelJob}
                 refreshSeconds={model.settings.refreshInterval}
+                active={view === 'queue'}
               />
             ) : model.submitInMain ? (
               <div className="jp-hyperpod-View">

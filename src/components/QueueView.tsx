@@ -24,6 +24,8 @@ export interface IQueueViewProps {
   /** Seconds between refreshes while the view is shown. */
   refreshSeconds?: number;
   pageSize?: number;
+  /** False while another tab is shown: no polling then (the cluster is asked on return). */
+  active?: boolean;
 }
 
 const STATE_FILTERS: { value: string; label: string }[] = [
@@ -204,7 +206,11 @@ export function QueueView(props: IQueueViewProps): JSX.Element {
     [props.client, mine, state, queue, offset, pageSize]
   );
 
+  const active = props.active ?? true;
   React.useEffect(() => {
+    if (!active) {
+      return;
+    }
     void load();
     const every = (props.refreshSeconds ?? 5) * 1000;
     const timer = setInterval(() => {
@@ -213,7 +219,7 @@ export function QueueView(props: IQueueViewProps): JSX.Element {
       }
     }, every);
     return () => clearInterval(timer);
-  }, [load, props.refreshSeconds]);
+  }, [load, props.refreshSeconds, active]);
 
   const adopted = async (row: IQueueJob): Promise<IJob | null> => {
     setBusy(true);
