@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
 
 from ..core.api import HyperPodAPI
 from ..core.queue import QueueJob, QueuePage
@@ -111,7 +110,7 @@ def _confirm(prompt: str) -> bool:
 def do_queue(
     args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
 ) -> Outcome:
-    queue_api: Any = api  # the service and the client both have queue, adopt, queue_logs
+    queue_api = api
     if args.action == "list":
         if args.id:
             raise CommandError("queue takes an id only with adopt, logs or cancel", EXIT_USAGE)

@@ -33,6 +33,7 @@ from .models import (
     Rendered,
     TemplateInfo,
 )
+from .queue import QueueLogs, QueuePage
 
 SubmitBody = JobSpec | Mapping[str, Any]
 """A full job spec, or a template submission `{name, template, params}` (as REST takes them)."""
@@ -139,6 +140,27 @@ class HyperPodAPI(Protocol):
 
     def diagnose(self) -> Diagnosis:
         """The login-node checks of the orchestrator in use, run where the core runs."""
+        ...
+
+    def queue(
+        self,
+        *,
+        mine: bool = False,
+        state: str | list[str] | None = "",
+        partition: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        fresh: bool = False,
+    ) -> QueuePage:
+        """A page of the cluster's queue: every user's jobs (core/queue.py)."""
+        ...
+
+    def adopt(self, queue_id: str) -> Job:
+        """Open one of my jobs submitted elsewhere like a job submitted here."""
+        ...
+
+    def queue_logs(self, queue_id: str, *, tail: int = 200) -> QueueLogs:
+        """A queue row's log, only where the cluster lets this user read it."""
         ...
 
     def close(self) -> None: ...
