@@ -4,7 +4,9 @@ thread so that the real `kubernetes` client talks to it unchanged.
 Filled in here (test code only): create answers 201 with uid/resourceVersion/creationTimestamp,
 updates bump resourceVersion, `labelSelector`/`fieldSelector`/`limit`+`continue` on lists, lists
 carry kind/apiVersion, watches end after `timeoutSeconds`, `/version/`, pod logs (`/log`, with `follow`), bearer-token checks (401),
-per-resource refusals (403).
+per-resource refusals (403), validating admission per resource (422: the CRD schemas and the
+training operator's webhook, registered by conftest.py), and the resources the operator doubles
+and task governance use (Services, Kueue LocalQueues and WorkloadPriorityClasses).
 """
 
 from __future__ import annotations
