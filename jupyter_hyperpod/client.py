@@ -199,7 +199,6 @@ def api_root(url: str) -> str:
 # -- log stream events -----------------------------------------------------------------------------
 
 
-
 class HyperPodClient:
     """The REST API of one Jupyter server with the jupyter-hyperpod extension."""
 
