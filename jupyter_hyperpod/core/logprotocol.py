@@ -230,6 +230,15 @@ def parse_offsets(text: str, ranks: list[int]) -> dict[int, int]:
     return offsets
 
 
+def settle(reader: object) -> None:
+    """A finished job's log is read to its end before its last read: a reader that spools a
+    remote stream (Kubernetes) may still be catching up, after an outage say. Every final read
+    (the follow loop's and a snapshot's) goes through here."""
+    wait_complete = getattr(reader, "wait_complete", None)
+    if wait_complete is not None:
+        wait_complete()
+
+
 def complete_utf8(data: bytes) -> int:
     """Length of the longest prefix of data that does not end inside a UTF-8 character."""
     for back in range(1, min(4, len(data)) + 1):
@@ -387,9 +396,7 @@ class Follow:
             final = state.finished
             if final:
                 for reader in self.readers.values():
-                    wait_complete = getattr(reader, "wait_complete", None)
-                    if wait_complete is not None:
-                        wait_complete()
+                    settle(reader)
             for rank, reader in self.readers.items():
                 step.events.extend(self._read(rank, reader, final))
         if state.finished:

@@ -44,7 +44,7 @@ from .errors import (
     NotFound,
     validation_error,
 )
-from .logprotocol import Follow, follow_events
+from .logprotocol import Follow, follow_events, settle
 from .models import (
     AwsCluster,
     AwsClusterList,
@@ -732,6 +732,8 @@ class HyperPodService:
             raise InvalidRequest(f"tail must be between 0 and {MAX_TAIL_LINES}", field="tail")
         reader = self.log_reader(job_id, rank)
         try:
+            if self._get(job_id)[0].state.finished:
+                settle(reader)  # the whole log of a finished job, as the follow loop sends it
             data, start, end = reader.tail(tail)
         finally:
             reader.close()

@@ -12,6 +12,7 @@ from kubernetes import config as k8s_config
 
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.core.errors import BackendUnavailable, Forbidden
+from jupyter_hyperpod.core.logprotocol import settle
 from jupyter_hyperpod.core.models import JobState
 
 from .conftest import make_launch, make_settings, node_object, stored, wait_for, wait_state
@@ -116,6 +117,9 @@ def test_log_follow_survives_an_api_outage(fs_root: Path, tmp_path: Path) -> Non
             backend.refresh([job])
         emulator.start_server()
         wait_state(backend, job, JobState.SUCCEEDED, timeout=60)
+        # A final read settles first (as the follow loop and a snapshot do): the spooler may
+        # still be reconnecting after the outage when the status already says SUCCEEDED.
+        settle(reader)
         text = reader.read(0, 1 << 20).decode()
         lines = text.splitlines()
         assert lines == [f"rank 1/2 step {s} loss {1.0 / (s + 1):.4f}" for s in range(30)] + [
