@@ -34,7 +34,8 @@ module.exports = {
   reporters: ['default'],
   modulePathIgnorePatterns: [
     '<rootDir>/jupyter_hyperpod/',
-    '<rootDir>/ui-tests/'
+    '<rootDir>/ui-tests/',
+    '<rootDir>/.venv/'
   ],
   testRegex: 'src/__tests__/.*\\.spec\\.tsx?$',
   transformIgnorePatterns: [`/node_modules/(?!${esModules}).+`]
