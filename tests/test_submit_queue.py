@@ -156,12 +156,16 @@ def test_a_second_process_never_starts_a_job_the_first_owns(config: dict[str, An
         assert blocker.state is JobState.RUNNING and queued.state is JobState.PENDING
         mine = direct.submit({"name": "mine", "command": ["counter.py", "1", "0"]})
         assert mine.state is JobState.PENDING and "queued first" in (mine.state_reason or "")
+        reasons = []
         for _ in range(10):  # the direct process refreshes while the server's job waits
             direct.refresh(max_age=0)
             found = direct.store.get(queued.id)
             assert found is not None and found[0].state is JobState.PENDING
+            reasons.append(found[0].state_reason or "")
             time.sleep(0.05)
-        assert "another process" in (direct.store.get(queued.id)[0].state_reason or "")
+        # Read right after the direct process wrote it: the server's own background refresh
+        # writes its reason ("waiting for a free slot") too, so the last writer varies.
+        assert any("another process" in reason for reason in reasons), reasons
         assert server.store.owner_of(queued.id) == server.owner
         wait_state(server, blocker.id, {JobState.SUCCEEDED})
         started = wait_state(server, queued.id, {JobState.RUNNING, JobState.SUCCEEDED})
