@@ -12,6 +12,6 @@ for step in range(1, STEPS + 1):
     bar = "#" * step + "." * (STEPS - step)
     sys.stdout.write(f"\rprogress [{bar}] {step * 100 // STEPS:3d}%")
     sys.stdout.flush()
-    time.sleep(0.6)
+    time.sleep(1.5)  # long enough for the panel to see it running (progress, ETA)
 sys.stdout.write("\n")
 print("\x1b[32mtraining finished\x1b[0m", flush=True)
