@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tornado.httpclient import HTTPClientError
@@ -95,3 +99,24 @@ def log_text(frames: list[dict[str, Any]], rank: int | None = None) -> str:
     return "".join(
         f["data"] for f in frames if f["type"] == "data" and (rank is None or f["rank"] == rank)
     )
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def copy_checkout(target: Path) -> Path:
+    """The checkout's own files, as a clone holds them (tracked and new, not ignored): no build
+    output, no node_modules. Files deleted in the work tree but not yet committed are skipped."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, listed):
+        source = REPO / os.fsdecode(name)
+        if source.is_file():
+            destination = target / os.fsdecode(name)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+    return target

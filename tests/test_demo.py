@@ -21,7 +21,7 @@ import pytest
 
 from jupyter_hyperpod.demo import QLORA_PROJECT, write_demo
 
-from .helpers import Api
+from .helpers import Api, copy_checkout
 
 pytest.importorskip("torch")
 REPO = Path(__file__).resolve().parent.parent
@@ -93,18 +93,9 @@ def test_writing_the_demo_again_keeps_the_users_edits(tmp_path: Path) -> None:
 
 
 def _checkout_copy(target: Path) -> None:
-    """What a user's own clone holds: tracked and new files, no build output."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, check=True, capture_output=True,
-    ).stdout.split(b"\0")  # fmt: skip
-    for name in filter(None, listed):
-        source = REPO / os.fsdecode(name)
-        if source.is_file():
-            destination = target / os.fsdecode(name)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination)
-    # The frontend's packages and yarn's cache (a clone would download them: minutes more).
+    """What a user's own clone holds, plus the frontend's packages and yarn's cache (a clone
+    would download them: minutes more, same result)."""
+    copy_checkout(target)
     for folder in ("node_modules", ".yarn"):
         if (REPO / folder).is_dir():
             shutil.copytree(REPO / folder, target / folder, symlinks=True)

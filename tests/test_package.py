@@ -8,7 +8,6 @@ by the wheel's own config file, the labextension listed and served, the API answ
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import socket
@@ -21,28 +20,17 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import copy_checkout
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # `jupyter ... list` colours its words even in a pipe
 
 
 def _source_copy(target: Path) -> Path:
-    """The checkout's files (tracked and new, not ignored), without build outputs."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout.split(b"\0")
-    for name in filter(None, listed):
-        source = ROOT / os.fsdecode(name)
-        if not source.is_file():  # deleted in the work tree, not yet committed
-            continue
-        destination = target / os.fsdecode(name)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        destination.write_bytes(source.read_bytes())
-        destination.chmod(source.stat().st_mode)
-    # The frontend's packages, already installed by the setup: `jlpm install` then checks them.
+    """The checkout's files, with the frontend's packages the setup installed (`jlpm install`
+    then only checks them)."""
+    copy_checkout(target)
     (target / "node_modules").symlink_to(ROOT / "node_modules")
     return target
 
