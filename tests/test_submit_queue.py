@@ -168,9 +168,14 @@ def test_a_second_process_never_starts_a_job_the_first_owns(config: dict[str, An
         assert any("another process" in reason for reason in reasons), reasons
         assert server.store.owner_of(queued.id) == server.owner
         wait_state(server, blocker.id, {JobState.SUCCEEDED})
-        started = wait_state(server, queued.id, {JobState.RUNNING, JobState.SUCCEEDED})
+        wait_state(server, queued.id, {JobState.RUNNING, JobState.SUCCEEDED})
         assert server.store.owner_of(queued.id) == server.owner, "the server started its own"
-        assert started.backend_id
+        # The claim (RUNNING, the slot taken) comes before the process exists: the process
+        # group id follows as soon as the start returns.
+        deadline = time.monotonic() + 10
+        while not (started := server.job(queued.id)).backend_id:
+            assert time.monotonic() < deadline, started
+            time.sleep(0.02)
         wait_state(server, queued.id, {JobState.SUCCEEDED})
         assert wait_state(direct, mine.id, {JobState.SUCCEEDED}).exit_code == 0
         assert direct.store.owner_of(mine.id) == direct.owner
