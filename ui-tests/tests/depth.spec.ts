@@ -4,69 +4,22 @@
  * failed or waits, notifications, progress, remove and bulk actions, tabs after a reload, charts
  * that follow the theme.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
-import * as path from 'path';
+import { expect, test } from '@jupyterlab/galata';
 
-const SHOTS = path.resolve(__dirname, '..', '..', 'docs', 'screenshots');
-const PANEL_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-hyperpod-panel"]';
+import {
+  cancel,
+  fitsInPanel,
+  openJob,
+  openPanel,
+  PANEL,
+  shot,
+  showView,
+  stateOf,
+  submit,
+  VIEWS
+} from './helpers';
 
 test.use({ autoGoto: true });
-
-async function openPanel(page: IJupyterLabPageFixture): Promise<void> {
-  const panel = page.locator('#jupyter-hyperpod-panel');
-  if (!(await panel.isVisible())) {
-    await page.locator(PANEL_TAB).click();
-  }
-  await expect(panel).toBeVisible();
-}
-
-async function showView(page: IJupyterLabPageFixture, view: string): Promise<void> {
-  await page.locator(`#jp-hyperpod-tab-${view}`).click();
-  await expect(page.locator(`#jp-hyperpod-view-${view}`)).toBeVisible();
-}
-
-async function submit(
-  page: IJupyterLabPageFixture,
-  name: string,
-  script: string,
-  params: Record<string, unknown> = {}
-): Promise<string> {
-  const response = await page.request.post('/hyperpod/api/jobs', {
-    data: { name, template: 'script', params: { script, ...params } }
-  });
-  expect(response.status()).toBe(201);
-  return (await response.json()).id;
-}
-
-async function cancel(page: IJupyterLabPageFixture, id: string): Promise<void> {
-  await page.request.delete(`/hyperpod/api/jobs/${id}`);
-}
-
-async function openJob(page: IJupyterLabPageFixture, id: string, tab = 'logs'): Promise<void> {
-  await page.evaluate(
-    async ({ id, tab }) => {
-      await (window as any).jupyterapp.commands.execute('hyperpod:open-job', { id, tab });
-    },
-    { id, tab }
-  );
-}
-
-async function stateOf(page: IJupyterLabPageFixture, id: string): Promise<string> {
-  return (await (await page.request.get(`/hyperpod/api/jobs/${id}`)).json()).state;
-}
-
-/** Every part of `selector` lies inside the panel (nothing cut at its right edge). */
-async function fitsInPanel(page: IJupyterLabPageFixture, selector: string): Promise<void> {
-  const panel = await page.locator('#jupyter-hyperpod-panel').boundingBox();
-  const box = await page.locator(selector).first().boundingBox();
-  expect(panel && box).toBeTruthy();
-  expect(box!.x + box!.width).toBeLessThanOrEqual(panel!.x + panel!.width + 1);
-}
-
-async function shot(page: IJupyterLabPageFixture, name: string): Promise<void> {
-  await page.waitForTimeout(300);
-  await page.screenshot({ path: path.join(SHOTS, name) });
-}
 
 test('the default sidebar width: nothing cut, Connect asks for what it needs', async ({ page }) => {
   await openPanel(page);
@@ -92,6 +45,53 @@ test('the default sidebar width: nothing cut, Connect asks for what it needs', a
   // The whole name shows, not its first six characters.
   expect(await name.evaluate(e => e.scrollWidth <= e.clientWidth)).toBe(true);
   await fitsInPanel(page, '.jp-hyperpod-FileRow[data-path="project/curves.py"]');
+});
+
+/** What each view shows once loaded, so that its layout is measured with content in it. */
+const LOADED: Record<string, string> = {
+  cluster: '.jp-hyperpod-NodeRow',
+  files: '.jp-hyperpod-FileRow',
+  jobs: '.jp-hyperpod-JobRow',
+  queue: '.jp-hyperpod-QueueView-summary',
+  submit: '#jp-hyperpod-template'
+};
+
+test('250 px: every tab whole and reachable, no view wider than the panel', async ({ page }) => {
+  const name = `narrow-${Date.now() % 100000}`;
+  const id = await submit(page, name, 'project/sleep.py');
+  await expect.poll(() => stateOf(page, id), { timeout: 30000 }).toBe('RUNNING');
+  await openPanel(page);
+  // JupyterLab's default sidebar width, set explicitly so the check does not depend on it.
+  await page.sidebar.setWidth(250, 'left');
+  const panel = page.locator(PANEL);
+  await expect.poll(async () => Math.round((await panel.boundingBox())!.width)).toBeLessThan(252);
+  const outer = (await panel.boundingBox())!;
+  // Nothing of the tab row hides behind a scroll or the panel's edge.
+  const tabs = page.locator('.jp-hyperpod-Tabs');
+  expect(await tabs.evaluate(e => e.scrollWidth <= e.clientWidth)).toBe(true);
+  for (const view of VIEWS) {
+    const tab = page.locator(`#jp-hyperpod-tab-${view}`);
+    const box = (await tab.boundingBox())!;
+    expect(box.x, `tab ${view}`).toBeGreaterThanOrEqual(outer.x - 1);
+    expect(box.x + box.width, `tab ${view}`).toBeLessThanOrEqual(outer.x + outer.width + 1);
+    // Its label is whole, not cut to "Sub".
+    expect(await tab.evaluate(e => e.scrollWidth <= e.clientWidth), `tab ${view}`).toBe(true);
+  }
+  for (const view of VIEWS) {
+    await showView(page, view);
+    const shown = page.locator(`#jp-hyperpod-view-${view}`);
+    await expect(shown.locator(LOADED[view]).first()).toBeVisible({ timeout: 30000 });
+    await expect(shown.locator('.jp-hyperpod-Loading')).toHaveCount(0);
+    // The view and every scrolling box in it are no wider than what they show.
+    const wide = await shown.evaluate(root =>
+      [root, ...Array.from(root.querySelectorAll<HTMLElement>('.jp-hyperpod-View'))]
+        .filter(e => e.scrollWidth > e.clientWidth)
+        .map(e => `${e.className}: ${e.scrollWidth} > ${e.clientWidth}`)
+    );
+    expect(wide, `view ${view}`).toEqual([]);
+  }
+  await cancel(page, id);
+  await expect.poll(() => stateOf(page, id), { timeout: 30000 }).toBe('CANCELLED');
 });
 
 test('full width: the views spread out', async ({ page }) => {

@@ -4,49 +4,13 @@
  * the preview -> watch its log lines arrive live -> see it succeed -> cancel another running
  * job -> see an error message for an invalid field. Screenshots of each view go to docs/.
  */
-import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
+import { expect, test } from '@jupyterlab/galata';
 import type { WebSocketRoute } from '@playwright/test';
 import * as fs from 'fs';
-import * as path from 'path';
 
-const SHOTS = path.resolve(__dirname, '..', '..', 'docs', 'screenshots');
-const PANEL_TAB = '.jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id="jupyter-hyperpod-panel"]';
+import { openJob, openPanel, shot, showView, stateOf, submit } from './helpers';
 
 test.use({ autoGoto: true });
-
-async function openPanel(page: IJupyterLabPageFixture): Promise<void> {
-  const panel = page.locator('#jupyter-hyperpod-panel');
-  if (!(await panel.isVisible())) {
-    await page.locator(PANEL_TAB).click();
-  }
-  await expect(panel).toBeVisible();
-  // JupyterLab's default sidebar width: what a new user sees (and what the screenshots show).
-}
-
-async function showView(page: IJupyterLabPageFixture, view: string): Promise<void> {
-  await page.locator(`#jp-hyperpod-tab-${view}`).click();
-  await expect(page.locator(`#jp-hyperpod-view-${view}`)).toBeVisible();
-}
-
-/** Submit a demo script through the REST API (for the jobs the journey does not type in). */
-async function submitByApi(
-  page: IJupyterLabPageFixture,
-  name: string,
-  script: string,
-  params: Record<string, unknown> = {}
-): Promise<string> {
-  const response = await page.request.post('/hyperpod/api/jobs', {
-    data: { name, template: 'script', params: { script, ...params } }
-  });
-  expect(response.status()).toBe(201);
-  return (await response.json()).id;
-}
-
-async function shot(page: IJupyterLabPageFixture, name: string): Promise<void> {
-  // No animation or caret blinking in the pictures.
-  await page.waitForTimeout(300);
-  await page.screenshot({ path: path.join(SHOTS, name) });
-}
 
 test('the whole journey on the local cluster', async ({ page }) => {
   await test.step('open the panel and see the node', async () => {
@@ -131,7 +95,7 @@ test('the whole journey on the local cluster', async ({ page }) => {
 
   await test.step('cancel another running job', async () => {
     const other = `sleeper-${Date.now() % 100000}`;
-    await submitByApi(page, other, 'project/sleep.py');
+    await submit(page, other, 'project/sleep.py');
     await showView(page, 'jobs');
     const row = page.locator(`.jp-hyperpod-JobRow[data-job="${other}"]`);
     await expect(row).toHaveAttribute('data-state', 'RUNNING', { timeout: 30000 });
@@ -200,14 +164,9 @@ test('logs: a dropped connection resumes from the last offset, telling the user'
     route.connectToServer();
   });
   const name = `drop-${Date.now() % 100000}`;
-  const id = await submitByApi(page, name, 'project/train.py');
+  const id = await submit(page, name, 'project/train.py');
   await openPanel(page);
-  await page.evaluate(
-    async ({ id }) => {
-      await (window as any).jupyterapp.commands.execute('hyperpod:open-job', { id, tab: 'logs' });
-    },
-    { id }
-  );
+  await openJob(page, id, 'logs');
   const job = page.locator(`.jp-hyperpod-JobView[data-job="${name}"]`);
   const terminal = job.locator('.jp-hyperpod-Terminal .xterm-rows');
   const status = job.locator('.jp-hyperpod-LogStatus');
@@ -230,14 +189,9 @@ test('logs: a dropped connection resumes from the last offset, telling the user'
 
 test('logs: one rank or all ranks of a multi-rank job', async ({ page }) => {
   const name = `ranks-${Date.now() % 100000}`;
-  const id = await submitByApi(page, name, 'project/train.py', { procs_per_node: 2 });
+  const id = await submit(page, name, 'project/train.py', { procs_per_node: 2 });
   await openPanel(page);
-  await page.evaluate(
-    async ({ id }) => {
-      await (window as any).jupyterapp.commands.execute('hyperpod:open-job', { id, tab: 'logs' });
-    },
-    { id }
-  );
+  await openJob(page, id, 'logs');
   const job = page.locator(`.jp-hyperpod-JobView[data-job="${name}"]`);
   const terminal = job.locator('.jp-hyperpod-Terminal .xterm-rows');
   const rank = job.getByLabel('Rank', { exact: true });
@@ -253,22 +207,12 @@ test('logs: one rank or all ranks of a multi-rank job', async ({ page }) => {
 
 test('metrics: the curves of an MLflow run', async ({ page }) => {
   const name = `curves-${Date.now() % 100000}`;
-  const id = await submitByApi(page, name, 'project/curves.py');
+  const id = await submit(page, name, 'project/curves.py');
   // Let the job create the MLflow store before the server reads it: a reader racing the job's
   // first schema migration on a fresh sqlite store breaks that store (reported server-side).
-  await expect
-    .poll(
-      async () => (await (await page.request.get(`/hyperpod/api/jobs/${id}`)).json()).state,
-      { timeout: 90000 }
-    )
-    .toBe('SUCCEEDED');
+  await expect.poll(() => stateOf(page, id), { timeout: 90000 }).toBe('SUCCEEDED');
   await openPanel(page);
-  await page.evaluate(
-    async ({ id }) => {
-      await (window as any).jupyterapp.commands.execute('hyperpod:open-job', { id, tab: 'metrics' });
-    },
-    { id }
-  );
+  await openJob(page, id, 'metrics');
   const job = page.locator(`.jp-hyperpod-JobView[data-job="${name}"]`);
   await expect(job.locator('.jp-hyperpod-Chart[data-metric="loss"]')).toBeVisible({
     timeout: 90000
