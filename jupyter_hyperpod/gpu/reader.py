@@ -2,7 +2,12 @@
 series), else, on the local backend, from this machine's GPUs; else none, without an error.
 
 Which GPUs are a job's: its pods on Kubernetes (dcgm-exporter's pod mapping: `pod`/`namespace`),
-its nodes on Slurm (the job's node list) and on the local backend.
+its nodes on Slurm (the job's node list, and on each the GPU indices Slurm gave it) and on the
+local backend, over the job's run (start to end). DCGM on Slurm has no job label: the node is the
+exporter's `Hostname` label, the host name, which on HyperPod Slurm is the Slurm node name
+(`ip-10-1-2-3`: HyperPod's lifecycle scripts run dcgm-exporter with `--net host` on each compute
+node and relabel `instance` to the same host name; awsome-distributed-training,
+1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/observability/).
 """
 
 from __future__ import annotations
@@ -139,6 +144,12 @@ class GpuMetrics:
         except HyperPodError as error:
             return JobGpu(source=source, start=start, end=end, step=step, message=error.message)
         series = dcgm.parse_series(answer, self.node_label)
+        held = data.get("gpu_index") if kind == "slurm" else None
+        if isinstance(held, dict) and held:
+            # Slurm's GPU indices are the GPUs' minor numbers, DCGM's `gpu` label: on a node the
+            # job shares, only its own GPUs. A job that asked for none (whole nodes, HyperPod's
+            # usual `--exclusive`) sees every GPU of its nodes, and so do its figures.
+            series = [one for one in series if one.node not in held or one.gpu in held[one.node]]
         return JobGpu(
             source=source,
             start=start,

@@ -189,6 +189,30 @@ def test_scontrol_job_line() -> None:
     assert record.stdout == "/fsx/100% done/slurm-2.out"
 
 
+def test_scontrol_detail_gives_each_nodes_gpu_indices() -> None:
+    # `scontrol -o -d show job` of the test cluster's Slurm 22.05 (a running 2-node job).
+    line = (
+        "JobId=2581 JobName=wrap JobState=RUNNING NodeList=node[1-2] BatchHost=node1 "
+        "TRES=cpu=2,node=2,billing=2 JOB_GRES=gpu:fake:4   Nodes=node[1-2] CPU_IDs=0 Mem=0 "
+        "GRES=gpu:fake:2(IDX:2-3) MinCPUsNode=1 StdOut=/tmp/slurm-2581.out"
+    )
+    (record,) = jobs.parse_scontrol_jobs(line).values()
+    assert record.gpus == {"node1": ["2", "3"], "node2": ["2", "3"]}
+    assert record.nodes == "node[1-2]" and record.stdout == "/tmp/slurm-2581.out"
+    # Groups of nodes with different allocations, several GPU types, lists, no GPU on a node.
+    detail = (
+        "JobId=3 Nodes=ip-10-1-2-3 CPU_IDs=0-3 Mem=0 GRES=gpu:2(IDX:0,3) "
+        "Nodes=ip-10-1-2-[4-5] CPU_IDs=0 Mem=1024 GRES=gpu:a100:1(IDX:2),gpu:v100:1(IDX:5) "
+        "Nodes=ip-10-1-2-6 CPU_IDs=0 Mem=0 GRES= Features=(null)"
+    )
+    assert jobs.gpu_indices(detail) == {
+        "ip-10-1-2-3": ["0", "3"],
+        "ip-10-1-2-4": ["2", "5"],
+        "ip-10-1-2-5": ["2", "5"],
+    }
+    assert jobs.gpu_indices(SCONTROL_JOB) == {}  # no -d: no groups
+
+
 def test_sacct_rows() -> None:
     text = (
         "11|COMPLETED|0:0|2026-11-30T19:10:11|2026-11-30T19:10:20|node[1-2]|None\n"

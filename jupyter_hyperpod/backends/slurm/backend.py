@@ -318,6 +318,7 @@ class SlurmOrchestrator(Orchestrator):
                     records[slurm_id] = detail
                 else:
                     records[slurm_id].stdout = detail.stdout
+                    records[slurm_id].gpus = detail.gpus
         updates = {}
         for slurm_id, job in ours.items():
             record = records.get(slurm_id)
@@ -344,7 +345,8 @@ class SlurmOrchestrator(Orchestrator):
         missing = [slurm_id for slurm_id in ids if slurm_id not in found] + started
         if missing:
             # scontrol takes one job id or none: one call for every job the controller still holds.
-            args = ["-o", "show", "job"] + (missing if len(missing) == 1 else [])
+            # -d: each node's GPU indices too (GRES=gpu:2(IDX:0-1)), for the job's GPU figures.
+            args = ["-o", "-d", "show", "job"] + (missing if len(missing) == 1 else [])
             done = self.commands.run("scontrol", args, ok_codes=(0, 1))
             if done.returncode != 0 and "invalid job id" not in done.stderr.lower():
                 raise _error_of("scontrol", done)
@@ -366,6 +368,8 @@ class SlurmOrchestrator(Orchestrator):
         if record.stdout:
             data["stdout"] = record.stdout
             data["stdout_known"] = True
+        if record.gpus:
+            data["gpu_index"] = record.gpus
         merged = known.merged(data)
         exit_code = record.exit_code
         if state.finished and exit_code is None:

@@ -72,6 +72,8 @@ class JobRecord:
     exit_code: int | None = None
     stdout: str | None = None
     stderr: str | None = None
+    gpus: dict[str, list[str]] | None = None
+    """The GPU indices the job holds on each node (`scontrol -d`'s `GRES=gpu...(IDX:...)`)."""
 
     @property
     def state(self) -> JobState:
@@ -168,8 +170,43 @@ def parse_scontrol_jobs(text: str) -> dict[str, JobRecord]:
             exit_code=exit_code(fields.get("ExitCode")) if job_state(state).finished else None,
             stdout=_path(fields.get("StdOut")),
             stderr=_path(fields.get("StdErr")),
+            gpus=gpu_indices(line) or None,
         )
     return records
+
+
+# `scontrol -o -d show job` (Slurm 22.05+): one group per set of nodes with the same allocation,
+# 'Nodes=node[1-2] CPU_IDs=0-1 Mem=0 GRES=gpu:a100:2(IDX:0-1)' (Slurm's src/api/job_info.c,
+# _sprint_job_info: "  Nodes=%s CPU_IDs=%s Mem=%"PRIu64" GRES=%s" with the node's
+# gres_detail_str); the indices are the GPUs' minor numbers on the node,
+# which is the `gpu` label of the DCGM exporter's series.
+_GROUP = re.compile(r"(?:^|\s)Nodes=(\S+)\s+CPU_IDs=\S*\s+Mem=\S*\s+GRES=(\S*)")
+_GPU_IDX = re.compile(r"(?:^|,)gpu(?::[^:(,]+)*:\d+\(IDX:([^)]*)\)")
+
+
+def gpu_indices(line: str) -> dict[str, list[str]]:
+    """The GPU indices per node in one `scontrol -o -d show job` line: {node: ['0', '1']}."""
+    found: dict[str, list[str]] = {}
+    for group in _GROUP.finditer(line):
+        indices: list[str] = []
+        for match in _GPU_IDX.finditer(group.group(2)):
+            indices += _expand_indices(match.group(1))
+        if indices:
+            for node in expand_hostlist(group.group(1)):
+                found.setdefault(node, []).extend(indices)
+    return found
+
+
+def _expand_indices(text: str) -> list[str]:
+    """'0-1,3' -> ['0', '1', '3']; 'N/A' -> []."""
+    indices: list[str] = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        if not low.isdigit():
+            continue
+        stop = int(high) if high.isdigit() else int(low)
+        indices += [str(number) for number in range(int(low), stop + 1)]
+    return indices
 
 
 def parse_sacct(text: str) -> dict[str, JobRecord]:

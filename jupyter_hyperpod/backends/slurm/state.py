@@ -32,5 +32,7 @@ class SlurmState(StrictState):
     slurm_reason: str | None = None
     nodes: str | None = None
     """The node list Slurm gave the job."""
+    gpu_index: dict[str, list[str]] | None = None
+    """The GPUs the job holds on each node ({node: [index]}, from `scontrol -d show job`)."""
     workdir: str | None = None
     """An adopted job's working directory (WorkDir)."""
