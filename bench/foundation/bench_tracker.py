@@ -1,8 +1,16 @@
 """Readers under slow backend work: `GET jobs` during a slow status refresh, `GET cluster` while
 8 cancels of TERM-ignoring jobs are in flight; the code before the tracker and the pools
-(`--old-rev`) side by side with this checkout, on real Jupyter servers on 127.0.0.1.
+(`--old-rev`), the code before the read path was made cheap (`--base-rev`) and this checkout
+side by side, on real Jupyter servers on 127.0.0.1.
 
-    python bench/foundation/bench_tracker.py [--old-rev 4f46528] [--delay 2.0] [--seconds 8]
+    python bench/foundation/bench_tracker.py [--old-rev 4f46528] [--base-rev e3b1d11]
+        [--delay 2.0] [--seconds 8] [--history 100]
+
+Each user has 5 running jobs and `--history` finished ones (rows copied in the store), so that a
+page of `GET jobs` is 100 rows as after some weeks of use. Besides the HTTP latency (4 clients
+with kept-alive connections, what the panels of 4 users see), the same call is timed in the
+process (`service.jobs()` and its JSON, no HTTP): on a loaded machine the HTTP p99 is mostly
+the scheduler's, and the in-process times show what the request path itself costs.
 
 The slow refresh is injected into the real local backend by the server's Python config file
 (`LocalOrchestrator.refresh` sleeps `--delay` seconds first): what a Kubernetes refresh draining
@@ -18,8 +26,7 @@ import argparse
 import http.client
 import json
 import os
-import socket
-import statistics
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -27,6 +34,9 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import free_port, percentile, summary
 
 TOKEN = "bench-token"
 REPO = Path(__file__).resolve().parents[2]
@@ -56,12 +66,6 @@ signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print("ignoring SIGTERM", flush=True)
 time.sleep(600)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Server:
@@ -164,19 +168,33 @@ def latencies(server: Server, route: str, seconds: float, clients: int = 4) -> l
     return found
 
 
-def p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def add_history(store: Path, like: str, count: int) -> None:
+    """`count` finished jobs, copies of the row of job `like` (whatever the columns of that
+    version of the store), created over the last days."""
+    with sqlite3.connect(store, timeout=30) as db:
+        db.row_factory = sqlite3.Row
+        row = dict(db.execute("SELECT * FROM jobs WHERE id = ?", (like,)).fetchone())
+        now = time.time()
+        for i in range(count):
+            created = now - 86400 * 7 + i * 600
+            copy = {
+                **row,
+                "id": f"old{i:04d}-{like[-6:]}",
+                "name": f"old{i:04d}",
+                "state": "SUCCEEDED",
+                "state_reason": None,
+                "created": created,
+                "started": created + 1,
+                "ended": created + 300,
+                "exit_code": 0,
+            }
+            db.execute(
+                f"INSERT INTO jobs ({', '.join(copy)}) VALUES ({', '.join('?' * len(copy))})",
+                list(copy.values()),
+            )
 
 
-def summary(values: list[float]) -> str:
-    return (
-        f"n={len(values):5d}  p50={statistics.median(values):8.1f} ms  "
-        f"p99={p(values, 0.99):8.1f} ms  max={max(values):8.1f} ms"
-    )
-
-
-def bench_reads(source: Path, delay: float, seconds: float) -> list[float]:
+def bench_reads(source: Path, delay: float, seconds: float, history: int) -> list[float]:
     """GET jobs while the backend's status refresh takes `delay` s (5 unfinished jobs)."""
     with tempfile.TemporaryDirectory() as work:
         server = Server(Path(work), source, delay, parallel=5)
@@ -185,12 +203,76 @@ def bench_reads(source: Path, delay: float, seconds: float) -> list[float]:
                 server.call("POST", "jobs", {"name": f"long{i}", "command": ["sleeper.py"]})
                 for i in range(5)
             ]
+            add_history(Path(work) / "jobs.sqlite", jobs[0]["id"], history)
             time.sleep(1.0)
             return latencies(server, "jobs", seconds)
         finally:
             for job in jobs:
                 server.call("DELETE", f"jobs/{job['id']}")
             server.stop()
+
+
+INPROCESS = """
+import json, sys, time
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[4])
+import bench_tracker
+
+exec(bench_tracker.SLOW_CONFIG)
+from jupyter_hyperpod.core.service import HyperPodService
+from jupyter_hyperpod.core.settings import HyperPodSettings
+
+work, seconds, history = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+fs = work / "fsx"
+(fs / "shared").mkdir(parents=True)
+(fs / "shared" / "sleeper.py").write_text(bench_tracker.SLEEPER)
+settings = HyperPodSettings(
+    shared_fs_root=str(fs),
+    orchestrator="local",
+    job_store=str(work / "jobs.sqlite"),
+    refresh_interval=0.5,
+    local_max_parallel_jobs=5,
+)
+service = HyperPodService(settings)
+jobs = [service.submit({"name": f"long{i}", "command": ["sleeper.py"]}) for i in range(5)]
+bench_tracker.add_history(work / "jobs.sqlite", jobs[0].id, history)
+time.sleep(1.0)
+found = []
+stop = time.monotonic() + seconds
+while time.monotonic() < stop:
+    started = time.perf_counter()
+    service.jobs().model_dump_json()
+    found.append((time.perf_counter() - started) * 1000)
+    time.sleep(0.005)
+for job in jobs:
+    service.cancel(job.id)
+getattr(service, "close", lambda: None)()
+print(json.dumps(found))
+"""
+
+
+def bench_inprocess(source: Path, delay: float, seconds: float, history: int) -> list[float]:
+    """`service.jobs()` and its JSON in the process, one caller, no HTTP (same jobs, same
+    injected refresh delay): what the request path costs without the machine's scheduling."""
+    with tempfile.TemporaryDirectory() as work:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                INPROCESS,
+                work,
+                str(seconds),
+                str(history),
+                str(Path(__file__).resolve().parent),
+            ],
+            env={**os.environ, "PYTHONPATH": str(source), "BENCH_REFRESH_DELAY": str(delay)},
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def bench_cancels(source: Path, seconds: float) -> tuple[list[float], float]:
@@ -236,37 +318,50 @@ def old_source(rev: str, into: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--old-rev", default="4f46528", help="the code before the tracker")
+    parser.add_argument("--base-rev", default="e3b1d11", help="the code before the cheap read path")
     parser.add_argument("--delay", type=float, default=2.0, help="injected refresh delay (s)")
     parser.add_argument("--seconds", type=float, default=8.0, help="measuring time per case")
+    parser.add_argument("--history", type=int, default=100, help="finished jobs of the user")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as old_dir:
+    seconds, delay, history = args.seconds, args.delay, args.history
+    with tempfile.TemporaryDirectory() as old_dir, tempfile.TemporaryDirectory() as base_dir:
         old = old_source(args.old_rev, Path(old_dir))
-        rows = [
-            ("GET jobs, refresh 0 s (baseline)", "new", bench_reads(REPO, 0.0, args.seconds)),
-            (
-                f"GET jobs, refresh {args.delay:g} s",
-                "old",
-                bench_reads(old, args.delay, args.seconds),
-            ),
-            (
-                f"GET jobs, refresh {args.delay:g} s",
-                "new",
-                bench_reads(REPO, args.delay, args.seconds),
-            ),
+        base = old_source(args.base_rev, Path(base_dir))
+        sources = (("old", old), ("base", base), ("new", REPO))
+        reads = [("refresh 0 s", "new", bench_reads(REPO, 0.0, seconds, history))]
+        reads += [
+            (f"refresh {delay:g} s", which, bench_reads(source, delay, seconds, history))
+            for which, source in sources
         ]
-        old_cancel, old_took = bench_cancels(old, args.seconds)
-        new_cancel, new_took = bench_cancels(REPO, args.seconds)
-    rows += [
-        (f"GET cluster, 8 cancels ({old_took:.0f} s)", "old", old_cancel),
-        (f"GET cluster, 8 cancels ({new_took:.0f} s)", "new", new_cancel),
-    ]
-    print(f"\nold = {args.old_rev}, new = this checkout; 4 clients each, {args.seconds:g} s\n")
-    for label, which, values in rows:
-        print(f"{label:34s} {which:3s}  {summary(values)}")
-    new_reads = rows[2][2]
+        inside = [("refresh 0 s", "new", bench_inprocess(REPO, 0.0, seconds, history))]
+        inside += [
+            (f"refresh {delay:g} s", which, bench_inprocess(source, delay, seconds, history))
+            for which, source in sources
+        ]
+        old_cancel, old_took = bench_cancels(old, seconds)
+        new_cancel, new_took = bench_cancels(REPO, seconds)
     print(
-        f"\ntargets: GET jobs p99 during a slow refresh {p(new_reads, 0.99):.1f} ms (< 20), "
-        f"GET cluster p99 with 8 cancels {p(new_cancel, 0.99):.1f} ms (< 50)"
+        f"\nold = {args.old_rev} (before the tracker), base = {args.base_rev} (before the cheap "
+        f"read path), new = this checkout\n5 running and {history} finished jobs, a page of "
+        f"{min(100, history + 5)}; {seconds:g} s per case\n"
+    )
+    print("GET jobs over HTTP, 4 clients:")
+    for label, which, values in reads:
+        print(f"  {label:12s} {which:4s}  {summary(values)}")
+    print("service.jobs() + JSON in the process, 1 caller (no HTTP, no scheduler between):")
+    for label, which, values in inside:
+        print(f"  {label:12s} {which:4s}  {summary(values)}")
+    print("GET cluster over HTTP, 4 clients, while 8 cancels of TERM-ignoring jobs run:")
+    for which, values, took in (("old", old_cancel, old_took), ("new", new_cancel, new_took)):
+        print(f"  cancels {took:3.0f} s {which:4s}  {summary(values)}")
+    new_reads, new_inside = reads[-1][2], inside[-1][2]
+    base_inside = inside[-2][2]
+    print(
+        f"\ntargets: GET jobs p99 during a slow refresh {percentile(new_reads, 0.99):.1f} ms "
+        f"(< 20); in the process p99 {percentile(new_inside, 0.99):.2f} ms "
+        f"(base {percentile(base_inside, 0.99):.2f} ms, "
+        f"{percentile(base_inside, 0.99) / percentile(new_inside, 0.99):.1f}x); "
+        f"GET cluster p99 with 8 cancels {percentile(new_cancel, 0.99):.1f} ms (< 50)"
     )
 
 

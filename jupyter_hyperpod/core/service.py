@@ -457,6 +457,10 @@ class HyperPodService:
         """What the tracker runs: returns the age of the youngest unfinished job (or None)."""
         self.store.renew_lease(self.owner, max(LEASE_SECONDS, 3 * self.tracker.max_interval))
         self._refresh_once()
+        try:
+            self._refresh_progress()
+        except Exception:  # progress is a hint: its failure never marks the states stale
+            log.exception("the progress refresh failed")
         return self._youngest
 
     def _migrate_state(self, orchestrator: Orchestrator) -> None:
@@ -590,32 +594,49 @@ class HyperPodService:
         return self._mark_stale(self._with_progress(job, data))
 
     PROGRESS_MAX_AGE = 2.0
-    """Seconds a job's parsed progress is reused (list polls of many clients read one tail)."""
+    """Seconds a job's parsed progress is reused (read again by the next status refresh)."""
 
     def _with_progress(self, job: Job, data: dict[str, Any]) -> Job:
-        """A running job with its progress parsed from the last lines of rank 0's log."""
+        """A running job with its last known progress: readers never read a log or MLflow
+        (the tracker's refresh does, `_refresh_progress`), they take what it found."""
         if job.state != JobState.RUNNING:
             return job
+        cached = self.__dict__.get("_progress_cache", {}).get(job.id)
+        return job.model_copy(update={"progress": cached[1]}) if cached and cached[1] else job
+
+    def _refresh_progress(self) -> None:
+        """In the tracker's thread, after a status refresh: the progress of every running job
+        whose last reading is older than PROGRESS_MAX_AGE, parsed from the last lines of rank
+        0's log (or read from its MLflow run)."""
+        rows, _ = self.store.query(
+            orchestrator=self.orchestrator.kind,
+            cluster=self.cluster_name,
+            user=self.settings.user,
+            states=[JobState.RUNNING],
+        )
+        cache: dict[str, tuple[float, Any]] = self.__dict__.setdefault("_progress_cache", {})
+        running = {job.id for job, _, _ in rows}
+        for job_id in set(cache) - running:
+            cache.pop(job_id, None)
+        for job, _, data in rows:
+            cached = cache.get(job.id)
+            if cached is None or time.monotonic() - cached[0] > self.PROGRESS_MAX_AGE:
+                cache[job.id] = (time.monotonic(), self._read_progress(job, data))
+
+    def _read_progress(self, job: Job, data: dict[str, Any]) -> Any:
         from ..progress import TAIL_LINES, progress_of_log
 
-        cache: dict[str, tuple[float, Any]] = self.__dict__.setdefault("_progress_cache", {})
-        cached = cache.get(job.id)
-        if cached is None or time.monotonic() - cached[0] > self.PROGRESS_MAX_AGE:
+        try:
+            reader = self.orchestrator.log_reader(_stored(job, data), 0)
             try:
-                reader = self.orchestrator.log_reader(_stored(job, data), 0)
-                try:
-                    text = reader.tail(TAIL_LINES)[0].decode("utf-8", "replace")
-                finally:
-                    reader.close()
-                progress = progress_of_log(text, started=job.started)
-            except Exception as error:  # a log not there yet, a backend hiccup: no progress
-                log.debug("no progress for %s: %s", job.id, error)
-                progress = None
-            if progress is None:
-                progress = self._mlflow_progress(job, data)
-            cached = (time.monotonic(), progress)
-            cache[job.id] = cached
-        return job.model_copy(update={"progress": cached[1]}) if cached[1] else job
+                text = reader.tail(TAIL_LINES)[0].decode("utf-8", "replace")
+            finally:
+                reader.close()
+            progress = progress_of_log(text, started=job.started)
+        except Exception as error:  # a log not there yet, a backend hiccup: no progress
+            log.debug("no progress for %s: %s", job.id, error)
+            progress = None
+        return progress if progress is not None else self._mlflow_progress(job, data)
 
     MLFLOW_PROGRESS_MAX_AGE = 10.0
     """Seconds between MLflow reads for a job whose log tells no progress."""

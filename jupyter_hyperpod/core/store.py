@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ CREATE TABLE IF NOT EXISTS leases (
 """
 MIGRATIONS = (("owner", "ALTER TABLE jobs ADD COLUMN owner TEXT"),)
 """Columns added since the first schema: added to an existing store when it is opened."""
+DECODED_ROWS = 4096
+"""Decoded rows kept (keyed by the row's values: a changed row is decoded again)."""
 
 _COLUMNS = (
     "id, name, user, orchestrator, cluster, backend_id, state, state_reason, created, started, "
@@ -50,7 +52,8 @@ _COLUMNS = (
 
 
 class JobStore:
-    """One row per job. Safe across threads (one connection, one lock) and processes (WAL)."""
+    """One row per job. Safe across threads (one write connection and its lock, one read
+    connection per thread) and processes (WAL)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -67,10 +70,46 @@ class JobStore:
             if column not in have:
                 with contextlib.suppress(sqlite3.OperationalError):  # another process was first
                     self._db.execute(statement)
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._decoded: dict[tuple[Any, ...], tuple[Job, str, dict[str, Any]]] = {}
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        with self._readers_lock:
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
+
+    def _reader(self) -> sqlite3.Connection:
+        """This thread's own connection for reads: with WAL, a read never waits for a write
+        (of this process's refresh, or another's claim), nor for the write connection's lock."""
+        reader: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if reader is None:
+            reader = sqlite3.connect(
+                self.path, check_same_thread=False, timeout=30, isolation_level=None
+            )
+            self._local.db = reader
+            with self._readers_lock:  # not the write lock: a waiting write must not hold it
+                self._readers.append(reader)
+        return reader
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._reader().execute(sql, args).fetchall()
+
+    def _decode(self, row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
+        """A row as (job, cluster, data); a row already decoded (same values) is not parsed
+        and validated again, only copied (a list poll reads the same rows again and again)."""
+        found = self._decoded.get(row)
+        if found is None:
+            found = _decode(row)
+            if len(self._decoded) >= DECODED_ROWS:
+                self._decoded.clear()
+            self._decoded[row] = found
+        job, cluster, data = found
+        return job.model_copy(), cluster, dict(data)
 
     @contextmanager
     def _cursor(self) -> Iterator[sqlite3.Cursor]:
@@ -133,9 +172,8 @@ class JobStore:
             cursor.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
 
     def get(self, job_id: str) -> tuple[Job, str, dict[str, Any]] | None:
-        with self._cursor() as cursor:
-            row = cursor.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return _decode(row) if row else None
+        rows = self._rows(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))
+        return self._decode(rows[0]) if rows else None
 
     def query(
         self,
@@ -152,14 +190,12 @@ class JobStore:
         if states:
             where += f" AND state IN ({','.join('?' * len(states))})"
             args += [s.value for s in states]
-        with self._cursor() as cursor:
-            total = cursor.execute(f"SELECT COUNT(*) FROM jobs WHERE {where}", args).fetchone()[0]
-            sql = f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created DESC, id DESC"
-            if limit is not None:
-                sql += " LIMIT ? OFFSET ?"
-                args += [limit, offset]
-            rows = cursor.execute(sql, args).fetchall()
-        return [_decode(row) for row in rows], total
+        total = self._rows(f"SELECT COUNT(*) FROM jobs WHERE {where}", args)[0][0]
+        sql = f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            args += [limit, offset]
+        return [self._decode(row) for row in self._rows(sql, args)], total
 
     def everyone(
         self, *, orchestrator: str, cluster: str, states: list[JobState] | None = None
@@ -170,11 +206,8 @@ class JobStore:
         if states:
             where += f" AND state IN ({','.join('?' * len(states))})"
             args += [s.value for s in states]
-        with self._cursor() as cursor:
-            rows = cursor.execute(
-                f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created, id", args
-            ).fetchall()
-        return [_decode(row) for row in rows]
+        rows = self._rows(f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created, id", args)
+        return [self._decode(row) for row in rows]
 
     # -- the local queue, shared by every process that opens this store -----------------------
     def renew_lease(self, owner: str, ttl: float) -> None:

@@ -1,0 +1,83 @@
+"""The job store's read path: a read never waits for a write, and a row read again is reused
+without being shared."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from jupyter_hyperpod.core.models import Job, JobSpec, JobState
+from jupyter_hyperpod.core.store import JobStore
+
+
+def a_job(job_id: str, created: float) -> Job:
+    return Job(
+        id=job_id,
+        name="train",
+        user="alice",
+        orchestrator="local",
+        state=JobState.PENDING,
+        created=created,
+        spec=JobSpec(name="train", command=["train.py"]),
+    )
+
+
+def test_a_read_is_answered_while_a_write_waits_for_another_process(tmp_path: Path) -> None:
+    """Another process holds the write lock (a claim of a second server, a CLI's submit): this
+    process's claim waits for it, holding the store's write connection; a GET jobs meanwhile
+    reads the last committed rows at once (its own connection, WAL) instead of queueing."""
+    store = JobStore(tmp_path / "jobs.sqlite")
+    store.insert(a_job("train-000001", 1.0), "local", {"job_dir": "/x"})
+    other = sqlite3.connect(tmp_path / "jobs.sqlite", isolation_level=None, timeout=30)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("UPDATE jobs SET state_reason = 'uncommitted'")
+    claim = threading.Thread(
+        target=store.claim_start,
+        args=("train-000001", "me"),
+        kwargs={"orchestrator": "local", "cluster": "local", "limit": 1},
+    )
+    claim.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not store._lock.locked():  # the claim holds the write connection, waiting
+            assert time.monotonic() < deadline and claim.is_alive()
+            time.sleep(0.01)
+        found: list[tuple[list[tuple[Job, str, dict[str, Any]]], int]] = []
+        reader = threading.Thread(
+            target=lambda: found.append(
+                store.query(orchestrator="local", cluster="local", user="alice")
+            )
+        )
+        reader.start()
+        reader.join(timeout=20)
+        assert not reader.is_alive(), "the read waited for the write"
+        assert claim.is_alive(), "the claim did not wait for the other process"
+        rows, total = found[0]
+        assert total == 1 and rows[0][0].state_reason is None  # the last committed row
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        claim.join(timeout=60)
+    claimed = store.get("train-000001")
+    assert claimed is not None and claimed[0].state == JobState.RUNNING
+    store.close()
+
+
+def test_a_row_read_again_is_reused_but_never_shared(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / "jobs.sqlite")
+    store.insert(a_job("train-000002", 2.0), "local", {"job_dir": "/y"})
+    first = store.get("train-000002")
+    assert first is not None
+    first[0].name = "changed by a caller"
+    first[2]["job_dir"] = "/changed"
+    again = store.get("train-000002")
+    assert again is not None and again[0].name == "train" and again[2] == {"job_dir": "/y"}
+    assert again[0].spec is first[0].spec  # parsed and validated once
+    store.update("train-000002", state=JobState.FAILED, data={"job_dir": "/z"})
+    changed = store.get("train-000002")
+    assert changed is not None and changed[0].state == JobState.FAILED
+    assert changed[2] == {"job_dir": "/z"}
+    store.close()
