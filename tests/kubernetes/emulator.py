@@ -3,7 +3,8 @@ thread so that the real `kubernetes` client talks to it unchanged.
 
 Filled in here (test code only): create answers 201 with uid/resourceVersion/creationTimestamp,
 updates bump resourceVersion, `labelSelector`/`fieldSelector`/`limit`+`continue` on lists, lists
-carry kind/apiVersion, watches end after `timeoutSeconds`, `/version/`, pod logs (`/log`, with `follow`), bearer-token checks (401),
+carry kind/apiVersion, watches from a `resourceVersion` with bookmarks and 410 Gone once it is too
+old (watch_history.py), watches end after `timeoutSeconds`, `/version/`, pod logs (`/log`, with `follow`), bearer-token checks (401),
 per-resource refusals (403), validating admission per resource (422: the CRD schemas and the
 training operator's webhook, registered by conftest.py), and the resources the operator doubles
 and task governance use (Services, Kueue LocalQueues and WorkloadPriorityClasses).
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import itertools
 import json
 import re
 import threading
@@ -27,7 +27,9 @@ import aiohttp.web
 import attrs
 import kmock
 import yaml
-from kmock._internal import enums, rendering
+from kmock._internal import aiobus, enums, rendering
+
+from .watch_history import WatchHistory, expired
 
 RESOURCES = [
     "v1/pods",
@@ -186,12 +188,15 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
     served: list[str] = attrs.field(factory=lambda: list(RESOURCES))
     serving: bool = True
     """False while the server is being stopped: open log streams end (the connection drops)."""
-    _versions: Any = attrs.field(factory=lambda: itertools.count(1))
+    history: WatchHistory = attrs.field(factory=WatchHistory)
+    """Revisions and recent changes per resource: what watches are served from."""
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         for resource in self.served:
             self.resources[resource] = {}
+        # kmock announces every write on a bus per resource: record each at its revision.
+        self._buses = _RecordingBuses(self.history)
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         if len(self._requests) > 5000:
@@ -224,12 +229,10 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             meta = request.data.setdefault("metadata", {})
             meta.setdefault("namespace", request.namespace) if request.namespace else None
             meta["uid"] = str(uuid.uuid4())
-            meta["resourceVersion"] = str(next(self._versions))
+            # (its resourceVersion is the revision the write is recorded at: watch_history.py)
             meta["creationTimestamp"] = now_iso()
             meta.setdefault("generation", 1)
             normalize_quantities(request.data)
-        elif request.action == enums.action.UPDATE and isinstance(request.data, dict):
-            request.data.setdefault("metadata", {})["resourceVersion"] = str(next(self._versions))
         response = await super()._handle(request)
         if request.action == enums.action.CREATE and response.status == 200:
             response.set_status(201)
@@ -246,6 +249,19 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             "code": code,
         }
         return aiohttp.web.json_response(body, status=code)
+
+    def store(self, resource: str, objects: list[dict[str, Any]]) -> None:
+        """Write objects straight into the store (fast seeding), each write recorded as a change
+        at its own revision like any other (watchers see ADDED, or MODIFIED when it existed)."""
+        key = kmock.resource(resource)
+        for obj in objects:
+            meta = obj["metadata"]
+            where = (key, meta.get("namespace"), meta["name"])
+            existed = where in self.objects and not self.objects[where].deleted
+            self.objects[where] = obj
+            self.history.record(
+                resource_key(key), "MODIFIED" if existed else "ADDED", self.objects[where].raw
+            )
 
     def _refuse(self, request: rendering.Request) -> aiohttp.web.Response | None:
         if self.token_check is not None:
@@ -281,7 +297,9 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
                 (i.get("metadata") or {}).get("name") or "",
             )
         )
-        metadata: dict[str, Any] = {"resourceVersion": str(next(self._versions))}
+        # A list is a consistent read at the current revision: a watch from it misses nothing
+        # (api-concepts#efficient-detection-of-changes).
+        metadata: dict[str, Any] = {"resourceVersion": str(self.history.revision)}
         limit = int(request.params.get("limit") or 0)
         if limit:
             start = (
@@ -306,23 +324,80 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         }
 
     async def _serve_watch(self, request: rendering.Request) -> AsyncIterator[rendering.Payload]:
-        """kmock's watch, ended after `timeoutSeconds` like the API server does."""
-        timeout = float(request.params.get("timeoutSeconds") or 0)
-        events = super()._serve_watch(request)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout if timeout else None
-        try:
-            while True:
-                remaining = None if deadline is None else deadline - loop.time()
-                if remaining is not None and remaining <= 0:
-                    return
-                try:
-                    event = await asyncio.wait_for(events.__anext__(), remaining)
-                except (StopAsyncIteration, asyncio.TimeoutError):
-                    return
-                yield event
-        finally:
-            await events.aclose()
+        """`?watch=true`, as api-concepts#semantics-for-watch defines `resourceVersion`: unset or
+        "0", the current state as synthetic ADDED events then the changes after it; a version,
+        the changes after exactly that one, or one ERROR event with a 410 Status when it is older
+        than the history kept (api-concepts#efficient-detection-of-changes). Label and field
+        selectors filter the events; `allowWatchBookmarks`, `timeoutSeconds` as the API server."""
+        yield b""  # the headers go out at once, as the API server's chunked watch response does
+        assert request.resource is not None
+        resource = resource_key(request.resource)
+        labels = request.params.get("labelSelector")
+        fields = request.params.get("fieldSelector")
+
+        def keep(obj: dict[str, Any]) -> bool:
+            # (The API server also turns a change that leaves the selection into DELETED; the
+            # watches here either have no selector or select on what never changes.)
+            if labels and not label_match((obj.get("metadata") or {}).get("labels") or {}, labels):
+                return False
+            return not (fields and not field_match(obj, fields))
+
+        version = request.params.get("resourceVersion") or ""
+        if version in ("", "0"):
+            since = self.history.revision
+            async with self._lock:
+                objects = [
+                    obj.raw
+                    for (res, namespace, name), obj in self.objects.items()
+                    if res == request.resource
+                    and not obj.deleted
+                    and (request.namespace is None or namespace == request.namespace)
+                    and (request.name is None or name == request.name)
+                ]
+            for obj in objects:
+                if keep(obj):
+                    yield {"type": "ADDED", "object": obj}
+        else:
+            try:
+                since = int(version)
+            except ValueError:
+                yield expired(0, self.history.oldest.get(resource, 0))
+                return
+            if self.history.too_old(resource, since):
+                yield expired(since, self.history.oldest.get(resource, 0))
+                return
+        group_version = (
+            f"{request.resource.group}/{request.resource.version}"
+            if request.resource.group
+            else "v1"
+        )
+        kind = KINDS.get(request.resource.plural or "", "Object")
+
+        def bookmark(revision: int) -> dict[str, Any]:
+            return {
+                "apiVersion": group_version,
+                "kind": kind,
+                "metadata": {"resourceVersion": str(revision)},
+            }
+
+        name = request.name
+
+        def wanted(obj: dict[str, Any]) -> bool:
+            meta = obj.get("metadata") or {}
+            if request.namespace is not None and meta.get("namespace") != request.namespace:
+                return False
+            return (name is None or meta.get("name") == name) and keep(obj)
+
+        async for event in self.history.follow(
+            resource,
+            since,
+            timeout=float(request.params.get("timeoutSeconds") or 0) or None,
+            bookmarks=request.params.get("allowWatchBookmarks") == "true",
+            bookmark_object=bookmark,
+            keep=wanted,
+            serving=lambda: self.serving,
+        ):
+            yield event
 
     async def _serve_log(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         namespace, pod = request.namespace or "default", request.name or ""
@@ -360,6 +435,33 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         return response
 
 
+def resource_key(resource: Any) -> str:
+    return f"{resource.group or ''}/{resource.plural}"
+
+
+class _RecordingBus(aiobus.Bus[Any]):
+    """kmock's per-resource bus of write events, also recorded in the history at a revision."""
+
+    def __init__(self, history: WatchHistory, resource: str) -> None:
+        super().__init__()
+        self._history, self._resource = history, resource
+
+    async def put(self, *items: Any) -> None:
+        for item in items:
+            self._history.record(self._resource, item["type"], item["object"])
+        # No one reads kmock's own bus (the watch is served from the history): keep it empty.
+
+
+class _RecordingBuses(dict[Any, _RecordingBus]):
+    def __init__(self, history: WatchHistory) -> None:
+        super().__init__()
+        self.history = history
+
+    def __missing__(self, resource: Any) -> _RecordingBus:
+        bus = self[resource] = _RecordingBus(self.history, resource_key(resource))
+        return bus
+
+
 class EmulatorThread:
     """The emulator on 127.0.0.1 in its own event loop thread; the server can be stopped and
     restarted on the same port (an API server outage)."""
@@ -388,8 +490,14 @@ class EmulatorThread:
         self.start_server()
 
     def start_server(self) -> None:
+        restart = bool(self.port)
+
         async def enter() -> None:
             assert self.emulator is not None
+            if restart:
+                # A restarted kube-apiserver's watch cache starts at the current revision (cacher:
+                # it lists etcd once): a watch from an older version gets 410 and relists.
+                self.emulator.history.compact()
             self.emulator.serving = True
             kwargs = {"port": self.port} if self.port else {}
             self.server = kmock.Server(self.emulator, **kwargs)
@@ -434,9 +542,7 @@ class EmulatorThread:
 
         async def store() -> None:
             assert self.emulator is not None
-            self.emulator.objects[kmock.resource(resource), meta.get("namespace"), meta["name"]] = (
-                obj
-            )
+            self.emulator.store(resource, [obj])
 
         self.run(store())
 
@@ -450,10 +556,7 @@ class EmulatorThread:
 
         async def store() -> None:
             assert self.emulator is not None
-            key = kmock.resource(resource)
-            for obj in objects:
-                meta = obj["metadata"]
-                self.emulator.objects[key, meta.get("namespace"), meta["name"]] = obj
+            self.emulator.store(resource, objects)
 
         self.run(store(), timeout=120)
 
