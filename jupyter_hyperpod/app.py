@@ -10,6 +10,7 @@ from jupyter_server.extension.application import ExtensionApp
 
 from .core.service import HyperPodService
 from .core.settings import HyperPodSettings
+from .gpu import GpuMetrics
 from .handlers import (
     JOB_ID,
     AwsClustersHandler,
@@ -31,6 +32,7 @@ from .handlers import (
     TemplatesHandler,
 )
 from .queue_handlers import QueueAdoptHandler, QueueHandler, QueueLogsHandler
+from .wiring import Wiring
 
 API = "hyperpod/api"
 
@@ -85,7 +87,7 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
             for kind, size in POOLS.items()
         }
         executor = self._pools["api"]
-        self.service = HyperPodService(self)
+        self.service = HyperPodService(self, adapters=Wiring())
         self.service.server_root = Path(self.serverapp.root_dir) if self.serverapp else None
         self.settings.update(
             hyperpod_service=self.service, hyperpod_executor=executor, hyperpod_pools=self._pools
@@ -110,9 +112,9 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
             and service.orchestrator.kind == "local"
             and not self.gpu_metrics_url
         ):
-            threading.Thread(
-                target=service.gpu.local, name="hyperpod-gpu-probe", daemon=True
-            ).start()
+            gpu = service.gpu
+            if isinstance(gpu, GpuMetrics):  # this package's reader (what Wiring gives)
+                threading.Thread(target=gpu.local, name="hyperpod-gpu-probe", daemon=True).start()
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)

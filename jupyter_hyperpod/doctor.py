@@ -99,8 +99,9 @@ def doctor_report(api: HyperPodAPI) -> DoctorReport:
 def diagnose(settings: Any) -> DoctorReport:
     """The checks of a core in this process configured by `settings` (creates no partition)."""
     from .core.service import HyperPodService
+    from .wiring import Wiring
 
-    service = HyperPodService(settings, create_partition=False)
+    service = HyperPodService(settings, create_partition=False, adapters=Wiring())
     try:
         return DoctorReport.of(service.diagnose())
     finally:

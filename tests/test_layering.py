@@ -3,9 +3,9 @@
 - no import circle among jupyter_hyperpod modules at import time (module-level imports;
   imports under `if TYPE_CHECKING:` are for the type checker only and do not count);
 - `core` is the ground: its modules import nothing of jupyter_hyperpod outside `core`, not even
-  lazily inside a function (data-only `*.models` modules that import only core are ground), except
-  `core.service`, the composition root, whose imports of the adapters are listed in
-  SERVICE_ADAPTERS (the list may only shrink) and which never imports an entry point;
+  lazily inside a function (data-only `*.models` modules that import only core are ground), the
+  service included: it is given its adapters by the composition root (`wiring.py`, through the
+  protocols of `core/adapters.py`);
 - the adapters (backends, files, templates, aws, gpu, metrics, progress) never import the
   service or an entry point; the REST client imports only `core` (and REST models); nothing
   imports the CLI but the CLI and the magics (so `doctor` does not).
@@ -34,6 +34,7 @@ ENTRY_POINTS = (
     "jupyter_hyperpod.admin.cli",
     "jupyter_hyperpod.admin.__main__",
     "jupyter_hyperpod.aws.__main__",
+    "jupyter_hyperpod.wiring",  # the composition root: builds the adapters the service is given
 )
 ADAPTERS = (
     "jupyter_hyperpod.backends",
@@ -49,17 +50,8 @@ CLI_USERS = {"jupyter_hyperpod.magics", "jupyter_hyperpod.aws.__main__"}
 """Besides the CLI itself: the magics (the same verbs) and `python -m jupyter_hyperpod.aws
 connect`, which is `jupyter hyperpod connect`."""
 SERVICE = "jupyter_hyperpod.core.service"
-SERVICE_ADAPTERS = {
-    # What the composition root still builds itself instead of being given (issue 11): each
-    # one removed from here (injected, or moved into core) tightens the test.
-    "jupyter_hyperpod.aws",
-    "jupyter_hyperpod.backends",
-    "jupyter_hyperpod.gpu",
-    "jupyter_hyperpod.metrics",
-    "jupyter_hyperpod.progress",
-}
-CORE_EXCEPTIONS = {
-    # core.settings validates the orchestrator name against the backends' registry (entry points).
+CORE_EXCEPTIONS: set[tuple[str, str]] = {
+    # Until core.settings validates the orchestrator name with core.registry (the next commit).
     ("jupyter_hyperpod.core.settings", "jupyter_hyperpod.backends"),
 }
 
@@ -211,11 +203,8 @@ def violations(edges: dict[str, frozenset[str]]) -> list[str]:
                 and not inside(target, "jupyter_hyperpod.core")
                 and not data_only(target, edges)
             ):
-                if module == SERVICE:
-                    if inside(target, ENTRY_POINTS) or inside(target, "jupyter_hyperpod.client"):
-                        problems.append(f"the service imports an entry point: {edge}")
-                    elif not inside(target, SERVICE_ADAPTERS):
-                        problems.append(f"the service imports a new adapter: {edge}")
+                if inside(target, ENTRY_POINTS) or inside(target, "jupyter_hyperpod.client"):
+                    problems.append(f"core imports an entry point: {edge}")
                 elif not any(module == m and inside(target, t) for m, t in CORE_EXCEPTIONS):
                     problems.append(f"core imports upward: {edge}")
             if (
@@ -250,10 +239,9 @@ def test_core_is_the_ground_and_layers_point_down() -> None:
     assert violations(graph()) == []
 
 
-def test_the_service_still_needs_every_listed_adapter() -> None:
-    """SERVICE_ADAPTERS only shrinks: an adapter the service no longer imports must leave it."""
-    used = {a for a in SERVICE_ADAPTERS if any(inside(t, a) for t in graph()[SERVICE])}
-    assert used == SERVICE_ADAPTERS
+def test_the_service_imports_only_core() -> None:
+    """Not even a data-only model of an adapter at run time: the service is given its adapters."""
+    assert {t for t in graph()[SERVICE] if not inside(t, "jupyter_hyperpod.core")} == set()
 
 
 def test_the_checks_catch_what_they_should() -> None:
@@ -262,11 +250,12 @@ def test_the_checks_catch_what_they_should() -> None:
     edges["jupyter_hyperpod.core.models"] = edges["jupyter_hyperpod.core.models"] | {
         "jupyter_hyperpod.files"
     }
-    edges[SERVICE] = edges[SERVICE] | {"jupyter_hyperpod.handlers"}
+    edges[SERVICE] = edges[SERVICE] | {"jupyter_hyperpod.handlers", "jupyter_hyperpod.gpu"}
     edges["jupyter_hyperpod.doctor"] = edges["jupyter_hyperpod.doctor"] | {"jupyter_hyperpod.cli"}
     found = violations(edges)
     assert "core imports upward: jupyter_hyperpod.core.models -> jupyter_hyperpod.files" in found
-    assert any("the service imports an entry point" in p for p in found)
+    assert any("core imports an entry point" in p and "handlers" in p for p in found)
+    assert f"core imports upward: {SERVICE} -> jupyter_hyperpod.gpu" in found
     assert any("only the CLI and the magics" in p and "doctor" in p for p in found)
     assert cycles({"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"})}) == [
         ["a", "b", "c"]
@@ -274,3 +263,14 @@ def test_the_checks_catch_what_they_should() -> None:
     # The real graph is read: the CLI's verbs import the API protocol, the service its store.
     assert "jupyter_hyperpod.core.api" in graph()["jupyter_hyperpod.cli.verbs"]
     assert "jupyter_hyperpod.core.store" in graph()[SERVICE]
+
+
+def test_the_default_composition_root_is_named_right() -> None:
+    """The service without adapters finds them by an import string: one that names a module of
+    the package (outside core) and a class that meets the protocol."""
+    from jupyter_hyperpod.core.adapters import DEFAULT_ADAPTERS, default_adapters
+
+    module, _, name = DEFAULT_ADAPTERS.partition(":")
+    assert module in modules() and not inside(module, "jupyter_hyperpod.core")
+    adapters = default_adapters()
+    assert type(adapters).__name__ == name and adapters.progress.tail_lines > 0

@@ -1,55 +1,31 @@
 """Orchestrator backends, imported lazily so that an unused backend's client library is optional.
 
-Backends are found by name in the `jupyter_hyperpod.backends` entry-point group (the package
-declares its own three there; another package adds one by declaring it too), or given as a class:
-`c.HyperPodSettings.orchestrator_class` (a traitlets `Type`) or an import string
-`module:Class` in place of a name.
+The interface they implement is `core/backend.py`, their typed state `core/state.py`, their
+registry `core/registry.py` (re-exported here). Backends are found by name in the
+`jupyter_hyperpod.backends` entry-point group (the package declares its own three there; another
+package adds one by declaring it too), or given as a class: `c.HyperPodSettings.orchestrator_class`
+(a traitlets `Type`) or an import string `module:Class` in place of a name.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import subprocess
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InvalidRequest
-from .base import Orchestrator
+from ..core.backend import Orchestrator
+from ..core.registry import BUILTIN, ENTRY_POINTS, backend_class, known_backends
 
-ENTRY_POINTS = "jupyter_hyperpod.backends"
-BUILTIN: dict[str, str] = {
-    "local": "jupyter_hyperpod.backends.local:LocalOrchestrator",
-    "slurm": "jupyter_hyperpod.backends.slurm.backend:SlurmOrchestrator",
-    "kubernetes": "jupyter_hyperpod.backends.kubernetes.backend:KubernetesOrchestrator",
-}
-"""This package's own entry points (pyproject.toml), also used while its metadata is not installed."""
-
-
-def known_backends() -> dict[str, str]:
-    """Backend name -> `module:Class`, from the entry points (installed packages) and ours."""
-    found = dict(BUILTIN)
-    for entry in entry_points(group=ENTRY_POINTS):
-        found[entry.name] = entry.value
-    return found
-
-
-def backend_class(kind: str) -> type[Orchestrator]:
-    """The class of a backend name (an entry point) or of an import string `module:Class`."""
-    known = known_backends()
-    target = known.get(kind) or (kind if ":" in kind else None)
-    if target is None:
-        raise InvalidRequest(f"unknown orchestrator '{kind}' (known: {', '.join(known)})")
-    module_name, _, class_name = target.partition(":")
-    try:
-        found = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError) as error:
-        raise InvalidRequest(f"cannot load the orchestrator '{kind}': {error}") from None
-    if not (isinstance(found, type) and issubclass(found, Orchestrator)):
-        raise InvalidRequest(f"'{target}' is not an Orchestrator class")
-    return found
+__all__ = [
+    "BUILTIN",
+    "ENTRY_POINTS",
+    "backend_class",
+    "create_orchestrator",
+    "detect_orchestrator",
+    "known_backends",
+]
 
 
 def detect_orchestrator() -> str:

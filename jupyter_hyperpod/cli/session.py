@@ -121,6 +121,7 @@ def standalone_service(args: argparse.Namespace, note: TextIO | None = None) -> 
     from traitlets.config import Config
 
     from ..core.service import HyperPodService
+    from ..wiring import Wiring
 
     extra = Config()
     if getattr(args, "kubeconfig", None):
@@ -129,7 +130,7 @@ def standalone_service(args: argparse.Namespace, note: TextIO | None = None) -> 
         os.environ["AWS_PROFILE"] = args.profile  # boto3's sessions in this process use it
     config = load_jupyter_config()
     config.merge(extra)
-    service = HyperPodService(load_settings(config), create_partition=False)
+    service = HyperPodService(load_settings(config), create_partition=False, adapters=Wiring())
     if note is not None:
         why = (
             "--direct"

@@ -17,14 +17,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from ..backends import backend_class, create_orchestrator
-from ..backends.base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
-from ..backends.state import state_class
-from ..gpu import GpuMetrics, GpuNodes, JobGpu
+from .adapters import Adapters, GpuReader, default_adapters
 from .api import (
     Diagnosis,
     DiagnosticCheck,
@@ -34,6 +31,7 @@ from .api import (
     connect_request,
     request_body,
 )
+from .backend import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
 from .catalog import TemplateCatalog, TemplateContext, load_catalog
 from .errors import (
     AwsDenied,
@@ -66,9 +64,14 @@ from .models import (
 )
 from .partition import Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
+from .registry import backend_class
 from .settings import HyperPodSettings
+from .state import state_class
 from .store import JobStore
 from .tracker import Tracker
+
+if TYPE_CHECKING:
+    from ..gpu.models import GpuNodes, JobGpu
 
 log = logging.getLogger(__name__)
 
@@ -88,10 +91,14 @@ class HyperPodService:
         *,
         create_partition: bool = True,
         catalog: TemplateCatalog | None = None,
+        adapters: Adapters | None = None,
     ) -> None:
         """`create_partition`: make the partition directory now (the server does); without it
-        (the CLI and the magics standalone) only a submit makes it: reads never do."""
+        (the CLI and the magics standalone) only a submit makes it: reads never do.
+        `adapters`: what builds the backend and reaches AWS, MLflow, the GPU metrics
+        (`core/adapters.py`); by default this package's composition root (`wiring.py`)."""
         self.settings = settings
+        self.adapters = adapters or default_adapters()
         self.catalog = catalog or load_catalog(settings.template_catalog)
         """The job templates (`core/catalog.py`): given, or named by `template_catalog`."""
         self.fs_root = Path(settings.shared_fs_root).expanduser().resolve()
@@ -99,7 +106,7 @@ class HyperPodService:
         if create_partition:
             self.partition.ensure()
         self.store = JobStore(settings.job_store)
-        self.orchestrator = orchestrator or create_orchestrator(settings.orchestrator, settings)
+        self.orchestrator = orchestrator or self.adapters.orchestrator(settings)
         self.cluster_root = PurePosixPath(
             settings.cluster_fs_root
             or self.orchestrator.default_cluster_fs_root
@@ -158,9 +165,7 @@ class HyperPodService:
         return str(section.get(name, "") or "")
 
     def _aws_region(self, region: str | None) -> str:
-        from ..aws.calls import session
-
-        found = region or self._kubernetes_trait("aws_region") or session().region_name
+        found = region or self._kubernetes_trait("aws_region") or self.adapters.aws.default_region()
         if not found:
             raise InvalidRequest(
                 "no AWS region: pass a region (--region), set AWS_REGION or "
@@ -171,12 +176,9 @@ class HyperPodService:
 
     def aws_clusters(self, region: str | None = None) -> AwsClusterList:
         """The HyperPod clusters of the region (sagemaker:ListClusters, DescribeCluster)."""
-        from ..aws import hyperpod
-        from ..aws.calls import session
-
         region = self._aws_region(region)
         with _aws_denied():
-            found = hyperpod.list_clusters(session(region).client("sagemaker"))
+            found = self.adapters.aws.list_clusters(region)
         clusters = []
         for item in found:
             orchestrator = item.get("orchestrator")
@@ -209,15 +211,14 @@ class HyperPodService:
         auth: Literal["exec", "token"] = "exec",
     ) -> ClusterInfo:
         """Write the kubeconfig context of an EKS HyperPod cluster and switch to it."""
-        from ..aws import discovery
-
+        aws = self.adapters.aws
         request = connect_request(
             {"cluster": cluster, "region": region, "namespace": namespace, "auth": auth}
         )
-        region = self._aws_region(request.region or discovery.region_of(request.cluster))
-        kubeconfig = self._kubernetes_trait("kubeconfig") or discovery.default_kubeconfig()
+        region = self._aws_region(request.region or aws.region_of(request.cluster))
+        kubeconfig = self._kubernetes_trait("kubeconfig") or aws.default_kubeconfig()
         with _aws_denied():
-            result = discovery.connect(
+            result = aws.connect(
                 request.cluster,
                 region=region,
                 kubeconfig=kubeconfig,
@@ -624,15 +625,14 @@ class HyperPodService:
                 cache[job.id] = (time.monotonic(), self._read_progress(job, data))
 
     def _read_progress(self, job: Job, data: dict[str, Any]) -> Any:
-        from ..progress import TAIL_LINES, progress_of_log
-
+        parser = self.adapters.progress
         try:
             reader = self.orchestrator.log_reader(_stored(job, data), 0)
             try:
-                text = reader.tail(TAIL_LINES)[0].decode("utf-8", "replace")
+                text = reader.tail(parser.tail_lines)[0].decode("utf-8", "replace")
             finally:
                 reader.close()
-            progress = progress_of_log(text, started=job.started)
+            progress = parser.of_log(text, started=job.started)
         except Exception as error:  # a log not there yet, a backend hiccup: no progress
             log.debug("no progress for %s: %s", job.id, error)
             progress = None
@@ -643,14 +643,12 @@ class HyperPodService:
 
     def _mlflow_progress(self, job: Job, data: dict[str, Any]) -> Any:
         """The progress the job's MLflow run tells (last step of its loss, its total steps)."""
-        from ..progress import progress_from_mlflow
-
         cache: dict[str, tuple[float, Any]] = self.__dict__.setdefault("_mlflow_progress_cache", {})
         cached = cache.get(job.id)
         if cached is None or time.monotonic() - cached[0] > self.MLFLOW_PROGRESS_MAX_AGE:
             try:
                 uri = self.mlflow_uri_for_server(data.get("mlflow_uri"))
-                progress = progress_from_mlflow(uri, job.id, started=job.started)
+                progress = self.adapters.progress.from_mlflow(uri, job.id, started=job.started)
             except Exception as error:  # MLflow down or slow: the list still answers
                 log.debug("no MLflow progress for %s: %s", job.id, error)
                 progress = None
@@ -793,9 +791,7 @@ class HyperPodService:
 
     def _gpu_check(self) -> DiagnosticCheck:
         """The GPU metrics endpoint answers PromQL and has DCGM series (or the local GPUs read)."""
-        from ..gpu.reader import check_gpu
-
-        status, detail, fix = check_gpu(self.settings, self.orchestrator.kind)
+        status, detail, fix = self.adapters.check_gpu(self.settings, self.orchestrator.kind)
         return DiagnosticCheck.model_validate(
             {"name": "GPU metrics", "status": status, "detail": detail, "fix": fix}
         )
@@ -820,27 +816,23 @@ class HyperPodService:
 
     def metrics(self, job_id: str) -> JobMetrics:
         job, data = self._get(job_id)
-        from ..metrics import read_job_metrics
-
         uri = self.mlflow_uri_for_server(data.get("mlflow_uri"))
-        found = read_job_metrics(uri, job.id)
+        found = self.adapters.job_metrics(uri, job.id)
         if found.run is None and data.get("adopted") and job.backend_id:
             # A job submitted elsewhere tags its run with the cluster's id, if with anything.
-            by_backend = read_job_metrics(uri, job.backend_id)
+            by_backend = self.adapters.job_metrics(uri, job.backend_id)
             if by_backend.run is not None:
                 return by_backend
         return found
 
     # -- GPU metrics (DCGM series in Prometheus/AMP/Grafana; NVML or nvidia-smi locally) ------
-    _gpu: GpuMetrics | None = None
+    _gpu: GpuReader | None = None
 
     @property
-    def gpu(self) -> GpuMetrics:
+    def gpu(self) -> GpuReader:
         """The GPU metrics reader, made on first use."""
         if self._gpu is None:
-            from ..gpu import GpuMetrics
-
-            self._gpu = GpuMetrics(self.settings)
+            self._gpu = self.adapters.gpu(self.settings)
         return self._gpu
 
     def gpu_nodes(self) -> GpuNodes:

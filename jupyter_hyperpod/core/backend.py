@@ -1,0 +1,236 @@
+"""The one interface every orchestrator implements (local, Slurm, Kubernetes): the port the
+service drives, part of the ground; the backends in `jupyter_hyperpod/backends/` implement it.
+
+Backends are plain synchronous Python (subprocess, HTTP clients): the server runs them in a
+thread pool, the CLI and the magics call them directly. They never see Tornado.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from traitlets.config import LoggingConfigurable
+
+from .api import DiagnosticCheck
+from .models import Capabilities, JobSpec, JobState, Node, RankInfo
+from .queue import Adoption, QueueJob, QueueSnapshot
+from .state import BackendState, register_state
+
+
+@dataclass
+class Launch:
+    """A validated job ready for a backend: paths already translated to where the cluster sees them."""
+
+    job_id: str
+    spec: JobSpec
+    user: str
+    command: list[str]
+    """The program argv, cluster paths; a leading `.py` is NOT yet prefixed with python."""
+    workdir: str
+    """Absolute working directory as the cluster sees it."""
+    job_dir: str
+    """Absolute directory for this job's logs and state as the cluster sees it (on the shared FS)."""
+    job_dir_local: Path
+    """The same directory as this machine sees it."""
+    env: dict[str, str] = field(default_factory=dict)
+    """User env plus HYPERPOD_JOB_ID, HYPERPOD_JOB_DIR, MLFLOW_TRACKING_URI... (cluster paths)."""
+
+
+@dataclass
+class JobUpdate:
+    """What a backend learned about a job; None means unchanged."""
+
+    state: JobState | None = None
+    state_reason: str | None = None
+    backend_id: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    ranks: list[RankInfo] | None = None
+    events: list[str] | None = None
+    data: dict[str, Any] | None = None
+    """Backend-private facts to keep with the job: fields of the backend's `State` model,
+    merged into the stored ones and validated by it."""
+
+
+@dataclass
+class StoredJob:
+    """What backends get back for status, cancel and logs: the public job plus private data."""
+
+    id: str
+    spec: JobSpec
+    state: JobState
+    backend_id: str | None
+    created: float
+    started: float | None
+    data: Any
+    """The backend's own `State` model (`core/state.py`), loaded from the store."""
+    events: list[str] = field(default_factory=list)
+    """The job's recent events as stored (a backend adds to them in its JobUpdate)."""
+
+
+@dataclass
+class RenderedJob:
+    format: Literal["command", "sbatch", "manifest"]
+    language: Literal["shell", "yaml", "json"]
+    text: str
+    warnings: list[str] = field(default_factory=list)
+
+
+class LogReader(ABC):
+    """Random access to one rank's log as bytes. Offsets are byte offsets into that log."""
+
+    @abstractmethod
+    def size(self) -> int:
+        """Bytes available now (0 before the rank has started)."""
+
+    @abstractmethod
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Up to max_bytes from offset; b'' when nothing new."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (streams, threads)."""
+
+    def tail(self, lines: int, block: int = 64 * 1024) -> tuple[bytes, int, int]:
+        """The last `lines` lines as (data, start_offset, end_offset), reading backwards by blocks."""
+        end = self.size()
+        start = end
+        data = b""
+        while start > 0:
+            step = min(block, start)
+            start -= step
+            data = self.read(start, step) + data
+            # One more newline than lines, ignoring a trailing newline, means we have enough.
+            if data.count(b"\n", 0, len(data) - 1 if data.endswith(b"\n") else len(data)) >= lines:
+                break
+        body = data[:-1] if data.endswith(b"\n") else data
+        cut = len(body)
+        for _ in range(lines):
+            cut = body.rfind(b"\n", 0, cut)
+            if cut < 0:
+                break
+        if cut >= 0 and lines > 0:
+            start += cut + 1
+            data = data[cut + 1 :]
+        elif lines <= 0:
+            start, data = end, b""
+        return data, start, end
+
+
+class FileLogReader(LogReader):
+    """A log that is a file (local ranks, Slurm output files, Kubernetes spool files)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._handle: Any = None
+        self.guard: Callable[[int], None] | None = None
+        """Called with the descriptor once the file is open (the service's partition check)."""
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        if self._handle is None:
+            try:
+                self._handle = open(self.path, "rb")  # noqa: SIM115 - kept open while following
+            except OSError:
+                return b""
+            if self.guard is not None:
+                try:
+                    self.guard(self._handle.fileno())
+                except BaseException:
+                    self.close()
+                    raise
+        self._handle.seek(offset)
+        return self._handle.read(max_bytes)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class Orchestrator(LoggingConfigurable):
+    """A cluster that runs jobs. Subclasses are traitlets Configurables: `c.<ClassName>.<trait>`.
+
+    Every method but `details` and `close` must be implemented (traitlets' metaclass rules out ABC).
+    """
+
+    kind: ClassVar[Literal["local", "slurm", "kubernetes"]]
+    default_cluster_fs_root: ClassVar[str | None] = None
+    """Where jobs see the shared file system when the settings do not say; None: same as this machine."""
+    status_poll_max: ClassVar[float] = 30.0
+    """The longest wait between two status refreshes while jobs run (the interval grows with the
+    age of the youngest job up to this; `core/tracker.py`)."""
+    State: ClassVar[type[BackendState]] = BackendState
+    """What this backend keeps with each job (`StoredJob.data`): its own pydantic model."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "State" in cls.__dict__ and "kind" in cls.__dict__:
+            register_state(cls.kind, cls.State)
+
+    def __init__(self, *, settings: Any, **kwargs: Any) -> None:
+        super().__init__(parent=settings, **kwargs)
+        self.settings = settings
+
+    def cluster_name(self) -> str:
+        raise NotImplementedError
+
+    def capabilities(self) -> Capabilities:
+        raise NotImplementedError
+
+    def details(self) -> dict[str, Any]:
+        """Backend-specific facts for `GET cluster` (AWS ARN, Slurm version...)."""
+        return {}
+
+    def list_nodes(self) -> list[Node]:
+        raise NotImplementedError
+
+    def render(self, launch: Launch) -> RenderedJob:
+        """Exactly what `submit` would send, for the preview."""
+        raise NotImplementedError
+
+    def submit(self, launch: Launch) -> JobUpdate:
+        """Start (or queue) the job; returns at least backend_id and state."""
+        raise NotImplementedError
+
+    def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+        """Current status of unfinished jobs in ONE batched query; keyed by job id."""
+        raise NotImplementedError
+
+    def cancel(self, job: StoredJob) -> JobUpdate:
+        raise NotImplementedError
+
+    def log_reader(self, job: StoredJob, rank: int) -> LogReader:
+        raise NotImplementedError
+
+    def diagnose(self) -> list[DiagnosticCheck]:
+        """This backend's login-node checks (for `doctor` and `GET diagnose`): what it needs from
+        this machine and the cluster, each with its fix. Quick: every probe has a time limit."""
+        return []
+
+    # -- the cluster's queue (core/queue.py) --------------------------------------------
+    def queue(self) -> QueueSnapshot:
+        """Every job the cluster reports, all users, in one query (read-only rows)."""
+        raise NotImplementedError
+
+    def adopt(self, queue_id: str) -> Adoption:
+        """One of the user's jobs submitted elsewhere, as a job of this server (Forbidden when
+        it is someone else's, NotFound when the cluster does not know it)."""
+        raise NotImplementedError
+
+    def queue_log(self, row: QueueJob, tail: int) -> bytes:
+        """The last `tail` lines of a queue row's log, only when `row.logs_readable`."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop background threads."""

@@ -1,0 +1,107 @@
+"""Typed backend state: what a backend keeps with each job (`StoredJob.data`), one model per
+backend, stored as JSON in the job store's `data` column.
+
+Each backend declares its model (`Orchestrator.State`); the service loads a stored row with
+`load` (which also migrates rows written by older versions: keys that moved or went are dropped,
+the others validated) and merges what a backend reports (`JobUpdate.data`, a dict of fields)
+with `merged`, which validates it: a backend cannot store a key its model does not declare.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+log = logging.getLogger(__name__)
+
+
+class BackendState(BaseModel):
+    """The facts every backend's state has; a backend without its own model keeps any key."""
+
+    model_config = ConfigDict(extra="allow")
+
+    mlflow_uri: str | None = None
+    """The tracking URI given to the job (where its metrics are read from)."""
+    adopted: bool = False
+    """The job was created outside this server and adopted from the cluster's queue."""
+
+    retired: ClassVar[tuple[str, ...]] = ()
+    """Keys older versions stored that this model no longer keeps (dropped on load)."""
+
+    @classmethod
+    def load(cls, data: dict[str, Any] | BackendState | None) -> Self:
+        """A stored row's state, migrated: retired keys dropped; keys the model does not know
+        (a newer version's, or a bug's) dropped with a warning instead of failing the read."""
+        if isinstance(data, cls):
+            return data
+        if isinstance(data, BackendState):
+            data = data.stored()
+        values = {key: value for key, value in (data or {}).items() if key not in cls.retired}
+        if cls.model_config.get("extra") == "forbid":
+            unknown = set(values) - set(cls.model_fields)
+            if unknown:
+                log.warning(
+                    "dropping unknown %s keys: %s", cls.__name__, ", ".join(sorted(unknown))
+                )
+                values = {key: value for key, value in values.items() if key not in unknown}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            log.warning("stored %s is invalid, keeping what validates: %s", cls.__name__, error)
+            good: dict[str, Any] = {}
+            for key, value in values.items():
+                try:
+                    cls.model_validate({**good, key: value})
+                except ValidationError:
+                    continue
+                good[key] = value
+            return cls.model_validate(good)
+
+    def merged(self, changes: dict[str, Any] | None) -> Self:
+        """This state with a backend's reported changes, validated (unknown keys refused)."""
+        if not changes:
+            return self
+        return type(self).model_validate({**self.stored(), **changes})
+
+    def stored(self) -> dict[str, Any]:
+        """What goes into the store's JSON column (unset optional facts left out)."""
+        return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+
+    # Read access by key, for code written against the old dict (kept small on purpose).
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, None)
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> Any:
+        value = getattr(self, key, None)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+
+class StrictState(BackendState):
+    """A backend's own model: only its declared keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+_STATES: dict[str, type[BackendState]] = {}
+
+
+def register_state(kind: str, state: type[BackendState]) -> None:
+    _STATES[kind] = state
+
+
+def state_class(kind: str) -> type[BackendState]:
+    """The state model of the backend of that kind (`Orchestrator.State`; its module is
+    imported if it was not yet)."""
+    if kind not in _STATES:
+        from .registry import backend_class
+
+        try:
+            backend_class(kind)
+        except Exception:  # an unknown or uninstallable backend: keep its keys as they are
+            return BackendState
+    return _STATES.get(kind, BackendState)
