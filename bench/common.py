@@ -3,7 +3,7 @@
 A bench script imports it after putting `bench/` on its path:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from common import free_port, percentile, summary, timed, timed_pair
+    from common import columns, free_port, percentile, summary, timed, timed_pair
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ def summary(values: Sequence[float], quantiles: Sequence[float] = (0.99,)) -> st
     columns += [f"p{round(q * 100):02d}={percentile(values, q):8.2f} ms" for q in quantiles]
     columns.append(f"max={max(values):8.2f} ms")
     return "  ".join(columns)
+
+
+def columns(values: Sequence[float], quantiles: Sequence[float] = (0.9,), width: int = 7) -> str:
+    """The median and the given quantiles as fixed-width numbers (a table with its own header)."""
+    numbers = [median(values), *(percentile(values, q) for q in quantiles)]
+    return " ".join(f"{number:{width}.1f}" for number in numbers)
 
 
 def timed(function: Callable[[], object], repeat: int = 1) -> float:

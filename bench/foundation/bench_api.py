@@ -16,8 +16,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,13 +26,10 @@ from pathlib import Path
 
 import websocket  # websocket-client
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import free_port, median, timed
+
 TOKEN = "bench-token"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Server:
@@ -104,15 +99,6 @@ class Server:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=30)
-
-
-def timed(function, repeat: int = 1) -> float:  # type: ignore[no-untyped-def]
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def drop_caches_hint() -> None:
@@ -251,7 +237,7 @@ def bench_follow(server: Server, lines: int) -> list[tuple[str, float]]:
             (
                 f"API write-to-client latency, median of {len(latencies)} (max "
                 f"{max(latencies) * 1000:.1f} ms)",
-                statistics.median(latencies),
+                median(latencies),
             )
         )
     return rows
@@ -273,7 +259,7 @@ def poll_latency(path: Path) -> float:
                     samples.append(time.time() - stamp)
                     break
                 time.sleep(0.001)
-    return statistics.median(samples)
+    return median(samples)
 
 
 def main() -> None:

@@ -26,8 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "slurm"))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_slurm import CLUSTER, cluster_running, free_port, summary, timed_pair  # noqa: E402
+from bench_slurm import CLUSTER, cluster_running  # noqa: E402
+from common import columns, free_port, timed_pair  # noqa: E402
 
 USERS = ("hpq-alice", "hpq-bob")
 
@@ -212,7 +214,7 @@ def main() -> None:
         f"{'jupyter-hyperpod':34} {'median':>7} {'p90':>7}   {'Slurm':22} {'median':>7} {'p90':>7}"
     )
     for ours_label, raw_label, (ours, raw) in rows:
-        print(f"{ours_label:34} {summary(ours)}   {raw_label:22} {summary(raw)}")
+        print(f"{ours_label:34} {columns(ours)}   {raw_label:22} {columns(raw)}")
 
 
 if __name__ == "__main__":

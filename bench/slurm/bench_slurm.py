@@ -18,24 +18,18 @@ import argparse
 import json
 import os
 import secrets
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from common import columns, free_port, median, timed_pair  # noqa: E402
+
 CLUSTER = ROOT / "scripts" / "slurm-test-cluster.sh"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cluster_running() -> bool:
@@ -108,27 +102,6 @@ class Server:
             self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
-
-
-def timed_pair(
-    rounds: int, ours: Callable[[], object], raw: Callable[[], object]
-) -> tuple[list[float], list[float]]:
-    """Both actions in turns (one warm-up each), so that load on the machine hits both alike."""
-    ours()
-    raw()
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(rounds):
-        for action, into in ((ours, times[0]), (raw, times[1])):
-            start = time.perf_counter()
-            action()
-            into.append((time.perf_counter() - start) * 1000)
-    return times
-
-
-def summary(times: list[float]) -> str:
-    ordered = sorted(times)
-    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
-    return f"{statistics.median(ordered):7.1f} {p90:7.1f}"
 
 
 class Direct:
@@ -269,8 +242,8 @@ def main() -> None:
     head = f"{'operation':30} {'ours: median':>12} {'p90':>7}   {'raw':18} {'median':>7} {'p90':>7}"
     print(f"{head}  ratio")
     for name, raw_name, (ours, raw) in rows:
-        ratio = statistics.median(ours) / statistics.median(raw)
-        print(f"{name:30} {summary(ours):>20}   {raw_name:18} {summary(raw)}  {ratio:5.2f}x")
+        ratio = median(ours) / median(raw)
+        print(f"{name:30} {columns(ours):>20}   {raw_name:18} {columns(raw)}  {ratio:5.2f}x")
 
 
 if __name__ == "__main__":
