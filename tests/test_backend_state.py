@@ -81,8 +81,26 @@ def test_slurm_events_are_kept_once(tmp_path: Path) -> None:
     )
     update = backend._update_from(job, JobRecord(slurm_id="42", slurm_state="RUNNING"))
     assert update is not None and update.events == ["submitted as Slurm job 42", "Slurm: RUNNING"]
-    assert update.data is not None and "events" not in update.data
+    assert isinstance(update.data, SlurmState) and "events" not in update.data.changes()
     assert SlurmState.load(job.data).merged(update.data).slurm_state == "RUNNING"
+
+
+def test_a_backend_reports_a_typed_partial_of_its_state() -> None:
+    """`JobUpdate.data` is the backend's State with only what changed set: validated where the
+    backend builds it, merged field by field (an explicit None clears a fact), stored as before."""
+    with pytest.raises(ValidationError):
+        SlurmState(slurm_stat="RUNNING")  # type: ignore[call-arg]  # a key Slurm's model lacks
+    with pytest.raises(ValidationError):
+        SlurmState(world_size="two")  # type: ignore[arg-type]
+    partial = SlurmState(slurm_state="RUNNING", slurm_reason=None)
+    assert partial.changes() == {"slurm_state": "RUNNING", "slurm_reason": None}
+    stored = SlurmState.load({**LEGACY_SLURM, "slurm_reason": "Priority"})
+    merged = stored.merged(partial)
+    assert (merged.slurm_state, merged.slurm_reason, merged.slurm_id) == ("RUNNING", None, "42")
+    # The row it makes is what a dict of the same fields made before this model was typed.
+    as_dict = stored.merged({"slurm_state": "RUNNING", "slurm_reason": None})
+    assert merged.stored() == as_dict.stored()
+    assert stored.merged(SlurmState()) == stored  # nothing set: nothing changes
 
 
 def test_the_store_is_migrated_when_opened(

@@ -53,9 +53,10 @@ class JobUpdate:
     exit_code: int | None = None
     ranks: list[RankInfo] | None = None
     events: list[str] | None = None
-    data: dict[str, Any] | None = None
-    """Backend-private facts to keep with the job: fields of the backend's `State` model,
-    merged into the stored ones and validated by it."""
+    data: BackendState | dict[str, Any] | None = None
+    """Backend-private facts to keep with the job: the backend's `State` with only what
+    changed set (`State(pid=12)`, validated as it is built), merged into the stored state.
+    (A dict of fields is still accepted from backends not typed yet, validated on merge.)"""
 
 
 @dataclass

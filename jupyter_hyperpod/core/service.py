@@ -528,7 +528,7 @@ class HyperPodService:
         ):
             if getattr(updated, field) != getattr(job, field):
                 changes[field] = getattr(updated, field)
-        if update.data:
+        if update.data is not None:
             state = state_class(job.orchestrator)
             changes["data"] = state.load(data).merged(update.data).stored()
         self.store.update(job.id, **changes)

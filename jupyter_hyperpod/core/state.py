@@ -3,13 +3,16 @@ backend, stored as JSON in the job store's `data` column.
 
 Each backend declares its model (`Orchestrator.State`); the service loads a stored row with
 `load` (which also migrates rows written by older versions: keys that moved or went are dropped,
-the others validated) and merges what a backend reports (`JobUpdate.data`, a dict of fields)
-with `merged`, which validates it: a backend cannot store a key its model does not declare.
+the others validated) and merges what a backend reports with `merged`. A backend reports
+changes as a partial state of its own model (`JobUpdate.data = State(pid=12)`: only the fields
+given are set, validated where the backend builds it): it cannot store a key its model does not
+declare, nor a value of the wrong type.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -59,8 +62,19 @@ class BackendState(BaseModel):
                 good[key] = value
             return cls.model_validate(good)
 
-    def merged(self, changes: dict[str, Any] | None) -> Self:
-        """This state with a backend's reported changes, validated (unknown keys refused)."""
+    def changes(self) -> dict[str, Any]:
+        """The facts set on this state when it was built (a backend's report, `JobUpdate.data`:
+        `State(pid=12)` sets pid only), as the store keeps them; an explicit None clears one."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def merged(self, changes: BackendState | Mapping[str, Any] | None) -> Self:
+        """This state with a backend's reported changes (a partial state, validated when the
+        backend built it), validated as a whole (a key of another backend's model refused).
+        A mapping of fields is still taken from backends not typed yet."""
+        if changes is None:
+            return self
+        if isinstance(changes, BackendState):
+            changes = changes.changes()
         if not changes:
             return self
         return type(self).model_validate({**self.stored(), **changes})

@@ -253,7 +253,7 @@ class SlurmOrchestrator(Orchestrator):
             state=JobState.PENDING,
             events=events,
             ranks=_ranks(state, None, JobState.PENDING),
-            data=state.stored(),
+            data=state,
         )
 
     def _refusal(self, launch: Launch, error: BackendError) -> HyperPodError:
@@ -362,14 +362,14 @@ class SlurmOrchestrator(Orchestrator):
         new_path = bool(record.stdout) and not known.stdout_known
         if state == job.state and now == previous and not state.finished and not new_path:
             return None
-        data: dict[str, Any] = {"slurm_state": record.slurm_state, "slurm_reason": record.reason}
+        facts: dict[str, Any] = {"slurm_state": record.slurm_state, "slurm_reason": record.reason}
         if record.nodes:
-            data["nodes"] = record.nodes
+            facts["nodes"] = record.nodes
         if record.stdout:
-            data["stdout"] = record.stdout
-            data["stdout_known"] = True
+            facts.update(stdout=record.stdout, stdout_known=True)
         if record.gpus:
-            data["gpu_index"] = record.gpus
+            facts["gpu_index"] = record.gpus
+        data = SlurmState(**facts)  # what changed, validated here
         merged = known.merged(data)
         exit_code = record.exit_code
         if state.finished and exit_code is None:
@@ -406,7 +406,7 @@ class SlurmOrchestrator(Orchestrator):
             ended=time.time(),
             exit_code=code,
             events=_with_event(job, reason),
-            data={"slurm_state": "UNKNOWN"},
+            data=SlurmState(slurm_state="UNKNOWN"),
         )
 
     # -- cancel and logs -------------------------------------------------------------------------
@@ -429,7 +429,7 @@ class SlurmOrchestrator(Orchestrator):
             state_reason=f"cancelled by {self.settings.user} (scancel {job.backend_id})",
             ended=time.time(),
             events=_with_event(job, f"scancel {job.backend_id}"),
-            data={"slurm_state": "CANCELLED"},
+            data=SlurmState(slurm_state="CANCELLED"),
         )
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
