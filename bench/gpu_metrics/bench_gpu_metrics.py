@@ -1,14 +1,18 @@
-"""GPU figures of a whole cluster per Cluster-view poll, through a real Prometheus, side by side:
+"""GPU figures of a whole cluster per Cluster-view poll, through a real Prometheus, before and
+after, side by side:
 
-    python bench/gpu_metrics/bench_gpu_metrics.py [--nodes 10,100,500] [--rounds 10]
+    python bench/gpu_metrics/bench_gpu_metrics.py [--nodes 10,100,500] [--rounds 5] [--pollers 8]
 
 For each cluster size (8 GPUs a node, the DCGM exporter's six series each) it starts Debian's
-Prometheus scraping a DCGM-format exporter, then times
-  - `GpuMetrics.nodes()`: the one instant query (`dcgm.nodes_query()`: only the labels it needs)
-    and its parsing into nodes, what `GET /hyperpod/api/gpu/nodes` does;
-  - the raw HTTP of that query alone (no parsing), and its answer's size;
-  - the plain selector of the six series with every label (`{__name__=~"DCGM_...|..."}`);
-  - six queries, one per series, every label (a client asking metric by metric).
+Prometheus scraping a DCGM-format exporter, then times what `GET gpu/nodes` does to answer (the
+figures read and parsed, and the JSON body the handler sends):
+  - per node: one query per node (what a client asking node by node does);
+  - before: one instant query naming every series (`dcgm.nodes_query()`), asked on every call;
+  - after, uncached: one query per series for all nodes (`dcgm.metric_queries()`), asked at once
+    (`GpuMetrics` with `gpu_metrics_cache_seconds = 0`);
+  - polls: `--pollers` clients polling every `--interval` seconds for `--seconds`, each poll timed
+    (p50 / p99), before (every poll asks Prometheus) and after (`GpuMetrics` as the server runs
+    it: one answer shared for 5 s, the last one served at once while the next loads).
 Prints figures only: this machine's cores are shared with other work.
 """
 
@@ -20,15 +24,20 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from jupyter_hyperpod.gpu import dcgm  # noqa: E402
+from jupyter_hyperpod.gpu.models import GpuNodes  # noqa: E402
+from jupyter_hyperpod.gpu.prometheus import PrometheusClient  # noqa: E402
 from jupyter_hyperpod.gpu.reader import GpuMetrics  # noqa: E402
 from tests.gpu.conftest import PROMETHEUS, Exporter, free_port, serve  # noqa: E402
 
@@ -62,20 +71,74 @@ def raw_query(url: str, promql: str) -> int:
         return len(response.read())
 
 
-def timed(function: object, rounds: int) -> float:
+def timed(function: Callable[[], object], rounds: int) -> float:
     samples = []
     for _ in range(rounds):
         start = time.perf_counter()
-        function()  # type: ignore[operator]
+        function()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples) * 1000
+
+
+def before(client: PrometheusClient) -> str:
+    """The earlier `GpuMetrics.nodes()`: one query for every series, on every call."""
+    data = client.query(dcgm.nodes_query())
+    return GpuNodes(
+        source=client.kind, time=time.time(), nodes=dcgm.parse_nodes(data)
+    ).model_dump_json()
+
+
+def per_node(client: PrometheusClient, names: list[str]) -> None:
+    for name in names:
+        dcgm.parse_nodes(client.query(dcgm.nodes_query([name])))
+
+
+def polls(
+    answer: Callable[[], object], pollers: int, interval: float, seconds: float
+) -> list[float]:
+    """Each poll's time (ms) of `pollers` clients polling every `interval` s for `seconds`."""
+    times: list[float] = []
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def client(offset: float) -> None:
+        time.sleep(offset)
+        while time.monotonic() < stop:
+            start = time.perf_counter()
+            answer()
+            took = time.perf_counter() - start
+            with lock:
+                times.append(took * 1000)
+            time.sleep(max(0.0, interval - took))
+
+    threads = [
+        threading.Thread(target=client, args=(interval * i / pollers,)) for i in range(pollers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return times
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def settings(url: str, cache: float) -> Any:
+    return type("S", (), {"gpu_metrics_url": url, "gpu_metrics_cache_seconds": cache})()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", default="10,100,500")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--scrape", type=int, default=2, help="scrape interval, seconds")
+    parser.add_argument("--pollers", type=int, default=8)
+    parser.add_argument("--interval", type=float, default=2.0, help="seconds between polls")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long the pollers run")
+    parser.add_argument("--per-node-max", type=int, default=500, help="skip per node above")
     args = parser.parse_args()
     rows = []
     for count in [int(n) for n in args.nodes.split(",")]:
@@ -96,50 +159,75 @@ def main() -> None:
 
         server, url = serve(Handler)
         exporter = holder["e"] = Exporter(url)
-        for node in range(count):
+        names = [f"ip-10-1-{node // 250}-{node % 250}" for node in range(count)]
+        for node, name in enumerate(names):
             for gpu in range(8):
-                exporter.set(
-                    f"ip-10-1-{node // 250}-{node % 250}", gpu, utilization=(node + gpu) % 100
-                )
+                exporter.set(name, gpu, utilization=(node + gpu) % 100)
         with tempfile.TemporaryDirectory() as work:
             process, prometheus = start_prometheus(exporter, Path(work), args.scrape)
             try:
-                metrics = GpuMetrics(type("S", (), {"gpu_metrics_url": prometheus})())
+                uncached = GpuMetrics(settings(prometheus, 0))
+                cached = GpuMetrics(settings(prometheus, 5.0))
+                client = PrometheusClient(prometheus)
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
                     try:
-                        if len(metrics.nodes("slurm").nodes) == count:
+                        if len(uncached.nodes("slurm").nodes) == count:
                             break
                     except Exception:
                         pass
                     time.sleep(0.5)
-                one = dcgm.nodes_query()
-                size = raw_query(prometheus, one)
-                ours = timed(lambda m=metrics: m.nodes("slurm"), args.rounds)
-                raw = timed(lambda p=prometheus, q=one: raw_query(p, q), args.rounds)
-                plain = "{" + dcgm._names(dcgm.SERIES) + "}"
-                plain_size = raw_query(prometheus, plain)
-                whole = timed(lambda p=prometheus, q=plain: raw_query(p, q), args.rounds)
-                six = timed(
-                    lambda p=prometheus: [raw_query(p, name) for name in dcgm.SERIES], args.rounds
+                one_size = raw_query(prometheus, dcgm.nodes_query())
+                six_size = sum(raw_query(prometheus, q) for q in dcgm.metric_queries().values())
+                node_ms = (
+                    timed(lambda c=client, n=names: per_node(c, n), 1)
+                    if count <= args.per_node_max
+                    else float("nan")
                 )
-                rows.append(
-                    (count, count * 8 * len(dcgm.SERIES), size, ours, raw, plain_size, whole, six)
+                old = timed(lambda c=client: before(c), args.rounds)
+                new = timed(lambda m=uncached: m.nodes("slurm").model_dump_json(), args.rounds)
+                old_polls = polls(
+                    lambda c=client: before(c), args.pollers, args.interval, args.seconds
                 )
+                new_polls = polls(
+                    lambda m=cached: m.nodes("slurm").model_dump_json(),
+                    args.pollers,
+                    args.interval,
+                    args.seconds,
+                )
+                rows.append((count, node_ms, one_size, old, six_size, new, old_polls, new_polls))
+                uncached.close()
+                cached.close()
             finally:
                 process.terminate()
                 process.wait(timeout=30)
                 server.shutdown()
     print(
-        f"{'nodes':>6} {'series':>7} | {'ours KiB':>9} {'nodes() ms':>10} {'HTTP ms':>8} | "
-        f"{'all labels KiB':>14} {'HTTP ms':>8} | {'six queries ms':>14}"
+        f"{'nodes':>5} | {'per node ms':>11} | {'before: 1 query':>20} | "
+        f"{'after: 6 at once':>20} | {f'{args.pollers} pollers, p50 / p99 ms':>31}"
     )
-    for count, series, size, ours, raw, plain_size, whole, six in rows:
+    print(
+        f"{'':>5} | {'':>11} | {'KiB':>8} {'ms':>11} | {'KiB':>8} {'ms':>11} | "
+        f"{'before':>15} {'after':>15}"
+    )
+    for count, node_ms, one_size, old, six_size, new, old_polls, new_polls in rows:
         print(
-            f"{count:>6} {series:>7} | {size / 1024:>9.0f} {ours:>10.1f} {raw:>8.1f} | "
-            f"{plain_size / 1024:>14.0f} {whole:>8.1f} | {six:>14.1f}"
+            f"{count:>5} | {node_ms:>11.0f} | {one_size / 1024:>8.0f} {old:>11.1f} | "
+            f"{six_size / 1024:>8.0f} {new:>11.1f} | "
+            f"{p(old_polls, 0.5):>7.1f} / {p(old_polls, 0.99):>5.0f} "
+            f"{p(new_polls, 0.5):>7.1f} / {p(new_polls, 0.99):>5.0f}"
         )
-    print(json.dumps({"rounds": args.rounds, "median": True}))
+    print(
+        json.dumps(
+            {
+                "rounds": args.rounds,
+                "median": True,
+                "pollers": args.pollers,
+                "interval_s": args.interval,
+                "seconds": args.seconds,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

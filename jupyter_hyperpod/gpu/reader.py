@@ -17,6 +17,7 @@ import re
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.errors import HyperPodError
@@ -25,8 +26,12 @@ from . import dcgm
 from .local import LocalGpus
 from .models import GpuNodes, JobGpu
 from .prometheus import PrometheusClient
+from .snapshot import Snapshot
 
 MAX_POINTS = 300
+CACHE_SECONDS = 5.0
+"""How long one answer of `nodes()` serves every poller (the scrape interval is 15 s on
+HyperPod); older ones are still served, for up to six times as long, while a new one loads."""
 NO_SOURCE = (
     "no GPU metrics: set c.HyperPodSettings.gpu_metrics_url to the cluster's Prometheus, "
     "Amazon Managed Prometheus workspace or Grafana data source"
@@ -51,6 +56,9 @@ class GpuMetrics:
         self.pod_label = str(getattr(settings, "gpu_metrics_pod_label", "") or dcgm.POD_LABEL)
         self._local: LocalGpus | None = None
         self._local_lock = threading.Lock()
+        cache = getattr(settings, "gpu_metrics_cache_seconds", CACHE_SECONDS)
+        self._nodes = Snapshot(self._nodes_from_prometheus, fresh=float(cache))
+        self._pool: ThreadPoolExecutor | None = None
 
     def local(self) -> LocalGpus:
         """This machine's GPUs (probed once; the sampler starts with the first look)."""
@@ -64,24 +72,14 @@ class GpuMetrics:
     def close(self) -> None:
         if self._local is not None:
             self._local.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- now, per node -------------------------------------------------------------------------
     def nodes(self, kind: str) -> GpuNodes:
-        now = time.time()
         if self.prometheus is not None:
-            try:
-                data = self.prometheus.query(
-                    dcgm.nodes_query(node_label=self.node_label, pod_label=self.pod_label)
-                )
-            except HyperPodError as error:
-                return GpuNodes(source=self.prometheus.kind, time=now, message=error.message)
-            found = dcgm.parse_nodes(data, self.node_label, self.pod_label)
-            return GpuNodes(
-                source=self.prometheus.kind,
-                time=now,
-                nodes=found,
-                message=None if found else "the endpoint has no DCGM exporter series",
-            )
+            return self._nodes.get()  # one answer for every poller (gpu/snapshot.py)
+        now = time.time()
         if kind == "local":
             local = self.local()
             if local.available:
@@ -93,6 +91,40 @@ class GpuMetrics:
                 )
             return GpuNodes(time=now, message="no NVIDIA GPU on this machine")
         return GpuNodes(time=now, message=NO_SOURCE)
+
+    def _nodes_from_prometheus(self) -> GpuNodes:
+        """Every node's GPUs now: one query per series for all nodes, all asked at once."""
+        assert self.prometheus is not None
+        now = time.time()
+        queries = dcgm.metric_queries(node_label=self.node_label, pod_label=self.pod_label)
+        with self._local_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(len(queries), thread_name_prefix="promql")
+            pool = self._pool
+        try:
+            answers = self._ask(pool, queries, now)
+            if not dcgm.same_gpus(answers, self.node_label):
+                # A scrape landed between the queries (GPUs came or went): ask again, once.
+                now = time.time()
+                answers = self._ask(pool, queries, now)
+        except HyperPodError as error:
+            return GpuNodes(source=self.prometheus.kind, time=now, message=error.message)
+        found = dcgm.parse_metric_answers(answers, self.node_label, self.pod_label)
+        return GpuNodes(
+            source=self.prometheus.kind,
+            time=now,
+            nodes=found,
+            message=None if found else "the endpoint has no DCGM exporter series",
+        )
+
+    def _ask(
+        self, pool: ThreadPoolExecutor, queries: dict[str, str], at: float
+    ) -> dict[str, dict[str, Any]]:
+        """Every query at once, all evaluated at the same instant `at`."""
+        assert self.prometheus is not None
+        client = self.prometheus
+        answers = pool.map(lambda promql: client.query(promql, time=at), queries.values())
+        return dict(zip(queries, answers, strict=True))
 
     # -- over time, per job --------------------------------------------------------------------
     def job(
