@@ -33,6 +33,8 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -194,10 +196,12 @@ def add_history(store: Path, like: str, count: int) -> None:
             )
 
 
-def bench_reads(source: Path, delay: float, seconds: float, history: int) -> list[float]:
-    """GET jobs while the backend's status refresh takes `delay` s (5 unfinished jobs)."""
+@contextmanager
+def reads_server(source: Path, delay: float, history: int) -> Iterator[Server]:
+    """A server whose status refresh takes `delay` s, with 5 running and `history` finished jobs."""
     with tempfile.TemporaryDirectory() as work:
         server = Server(Path(work), source, delay, parallel=5)
+        jobs: list[dict] = []
         try:
             jobs = [
                 server.call("POST", "jobs", {"name": f"long{i}", "command": ["sleeper.py"]})
@@ -205,11 +209,25 @@ def bench_reads(source: Path, delay: float, seconds: float, history: int) -> lis
             ]
             add_history(Path(work) / "jobs.sqlite", jobs[0]["id"], history)
             time.sleep(1.0)
-            return latencies(server, "jobs", seconds)
+            yield server
         finally:
             for job in jobs:
                 server.call("DELETE", f"jobs/{job['id']}")
             server.stop()
+
+
+def bench_reads(
+    cases: list[tuple[str, str, Path, float]], seconds: float, history: int, turn: float = 0.5
+) -> list[tuple[str, str, list[float]]]:
+    """GET jobs of every case's server (label, which, source, refresh delay), all running at
+    once and measured in turns of `turn` s, so that load on the machine hits every case alike."""
+    with ExitStack() as stack:
+        servers = [stack.enter_context(reads_server(c[2], c[3], history)) for c in cases]
+        found: list[list[float]] = [[] for _ in cases]
+        for _ in range(max(1, round(seconds / turn))):
+            for server, into in zip(servers, found, strict=True):
+                into += latencies(server, "jobs", turn)
+    return [(c[0], c[1], values) for c, values in zip(cases, found, strict=True)]
 
 
 INPROCESS = """
@@ -328,11 +346,9 @@ def main() -> None:
         old = old_source(args.old_rev, Path(old_dir))
         base = old_source(args.base_rev, Path(base_dir))
         sources = (("old", old), ("base", base), ("new", REPO))
-        reads = [("refresh 0 s", "new", bench_reads(REPO, 0.0, seconds, history))]
-        reads += [
-            (f"refresh {delay:g} s", which, bench_reads(source, delay, seconds, history))
-            for which, source in sources
-        ]
+        cases = [("refresh 0 s", "new", REPO, 0.0)]
+        cases += [(f"refresh {delay:g} s", which, source, delay) for which, source in sources]
+        reads = bench_reads(cases, seconds, history)
         inside = [("refresh 0 s", "new", bench_inprocess(REPO, 0.0, seconds, history))]
         inside += [
             (f"refresh {delay:g} s", which, bench_inprocess(source, delay, seconds, history))
@@ -345,7 +361,7 @@ def main() -> None:
         f"read path), new = this checkout\n5 running and {history} finished jobs, a page of "
         f"{min(100, history + 5)}; {seconds:g} s per case\n"
     )
-    print("GET jobs over HTTP, 4 clients:")
+    print("GET jobs over HTTP, 4 clients (the 4 servers run at once, measured in turns):")
     for label, which, values in reads:
         print(f"  {label:12s} {which:4s}  {summary(values)}")
     print("service.jobs() + JSON in the process, 1 caller (no HTTP, no scheduler between):")
