@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..core.errors import BackendUnavailable, Forbidden, HyperPodError, InvalidRequest, NotFound
-from .partitions import MODE, STUDIO_GID, STUDIO_UID, PartitionAdmin, StudioDomain
+from .partitions import (
+    MODE,
+    SAGEMAKER_USER_GID,
+    SAGEMAKER_USER_UID,
+    STUDIO_GID,
+    STUDIO_UID,
+    PartitionAdmin,
+    StudioDomain,
+)
 
 EXIT_CODES = {InvalidRequest: 2, NotFound: 3, BackendUnavailable: 4, Forbidden: 5}
 
@@ -46,10 +54,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--uid",
         type=int,
         default=STUDIO_UID,
-        help=f"owner uid (default {STUDIO_UID}: Studio's sagemaker-user outside the container; a "
-        "profile's CustomPosixUserConfig wins)",
+        help=f"owner uid (default {STUDIO_UID}: Studio's sagemaker-user, uid "
+        f"{SAGEMAKER_USER_UID} in the space's container, as the file system sees it after "
+        "SageMaker's user remapping; a profile's or the domain's CustomPosixUserConfig wins)",
     )
-    parser.add_argument("--gid", type=int, default=STUDIO_GID, help=f"owner gid ({STUDIO_GID})")
+    parser.add_argument(
+        "--gid",
+        type=int,
+        default=STUDIO_GID,
+        help=f"owner gid (default {STUDIO_GID}; gid {SAGEMAKER_USER_GID} in the container, whose "
+        "remapped id AWS does not document; CustomPosixUserConfig wins)",
+    )
     parser.add_argument("--user", action="append", default=[], help="only this user (repeatable)")
     parser.add_argument(
         "--acl",

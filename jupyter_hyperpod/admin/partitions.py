@@ -5,10 +5,25 @@ Studio user profile through its custom file system config (`FSxLustreFileSystemC
 
 `inspect` reports every partition (every user profile of the domain, or every directory under the
 root); `plan` says what `create` (missing ones) or `repair` (also wrong owner, mode or association)
-would do; `apply` does it, idempotently. Ownership defaults to Studio's: inside a JupyterLab space
-the run-as user `sagemaker-user` (uid 1000) appears outside the container as uid 200001 (SageMaker
-developer guide, "Access control and SageMaker Studio notebooks": user remapping); a profile's or
-the domain's `CustomPosixUserConfig` (Uid, Gid) wins where set.
+would do; `apply` does it, idempotently.
+
+Ownership defaults to Studio's default user as the file system sees it. What AWS documents:
+- inside a Studio JupyterLab (or Code Editor) space the run-as user is `sagemaker-user`, uid 1000,
+  gid 100 ("Custom image specifications": "UID=1000 is a supported value", "GID=100 is a supported
+  value", "The IDs are remapped to prevent a process running in the container from having more
+  privileges than necessary"; the API's FileSystemConfig also defaults DefaultUid 1000,
+  DefaultGid 100). Studio Classic ran its KernelGateway apps as root (0), its JupyterServer as
+  sagemaker-user (1000) ("Access control and SageMaker Studio notebooks").
+- those container ids are remapped on the instance: "The range of user IDs (0 - 65535) in the
+  container are mapped to non-privileged user IDs above 65535 on the instance. For example,
+  sagemaker-user (1000) inside the container might map to user (200001) on the instance" (same
+  page, "User remapping"). The FSx client is the instance's kernel, so the file system records the
+  remapped uid: 200001, AWS's example, is the default here, not 1000.
+- a profile's or the domain's `CustomPosixUserConfig` (Uid >= 10000, Gid >= 1001) is "the POSIX
+  identity that is used for file system operations": it wins where set.
+AWS documents no remapped gid. 1001 is the default group: the smallest Gid CustomPosixUserConfig
+accepts; with mode 0700 the group grants nothing (it only matters to `--acl` entries or a looser
+mode). `--uid`/`--gid` change both defaults.
 """
 
 from __future__ import annotations
@@ -25,8 +40,13 @@ from typing import Any, Literal
 from ..aws.calls import call, paginate
 from ..core.errors import InvalidRequest, NotFound
 
+SAGEMAKER_USER_UID = 1000
+"""Studio's run-as user `sagemaker-user` inside the space's container (documented)."""
+SAGEMAKER_USER_GID = 100
 STUDIO_UID = 200001
+"""The same user as the file system sees it: AWS's example of the remapped id."""
 STUDIO_GID = 1001
+"""No remapped gid is documented: CustomPosixUserConfig's smallest Gid."""
 MODE = 0o700
 PROFILE_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")  # SageMaker UserProfileName
 ActionKind = Literal["mkdir", "chown", "chmod", "acl", "associate"]

@@ -96,3 +96,14 @@ def test_the_jupyter_hyperpod_admin_verb(cluster: dict[str, Any]) -> None:  # no
     assert owner_mode(root / "bob") == (200001, 1001, 0o700)
     gone = cli("list", "--root", str(root), "--domain-id", "d-000000000000")
     assert gone.returncode == 3 and gone.stderr.startswith("error:")
+
+
+def test_help_names_studios_documented_user_and_the_remapped_default() -> None:
+    """`--help` says what AWS documents: sagemaker-user is 1000:100 in the space's container and
+    is remapped on the instance (AWS's example: 200001), the owner the file system records."""
+    shown = admin("--help")
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "default 200001: Studio's sagemaker-user, uid 1000 in the space's container" in text
+    assert "default 1001; gid 100 in the container" in text
+    assert "CustomPosixUserConfig wins" in text
