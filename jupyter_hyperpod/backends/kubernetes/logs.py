@@ -103,16 +103,15 @@ class PodLogFollower:
         self.done = bool(state.get("done"))
         self._key: list[Any] | None = state.get("key")
         self._seen = int(state.get("seen", 0))
+        self._saved: dict[str, Any] | None = state or None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
         if self.done or self._thread is not None:
             return
-        self.spool.parent.mkdir(parents=True, exist_ok=True)
-        self.spool.touch(exist_ok=True)
-        for path in self.rank_paths:
-            path.touch(exist_ok=True)
+        # (The files are created by the thread: a reader of a file not there yet reads nothing,
+        # and the caller -- a request -- is not held up by file system calls.)
         self._thread = threading.Thread(target=self._run, name=f"k8s-log-{self.label}", daemon=True)
         self._thread.start()
 
@@ -148,13 +147,14 @@ class PodLogFollower:
             return {}
 
     def _save_state(self) -> None:
+        state = {"key": self._key, "seen": self._seen, "done": self.done}
+        if state == self._saved:
+            return  # (a write and a rename per look would cost more than the log itself)
         try:
             tmp = self.state_path.with_suffix(".tmp")
-            tmp.write_text(
-                json.dumps({"key": self._key, "seen": self._seen, "done": self.done}),
-                encoding="utf-8",
-            )
+            tmp.write_text(json.dumps(state), encoding="utf-8")
             tmp.replace(self.state_path)
+            self._saved = state
         except OSError as exc:
             log.warning("cannot save log state %s: %s", self.state_path, exc)
 
@@ -172,6 +172,9 @@ class PodLogFollower:
     def _run(self) -> None:
         delay = self.poll_interval
         try:
+            self.spool.parent.mkdir(parents=True, exist_ok=True)
+            for path in self.rank_paths:
+                path.touch(exist_ok=True)
             with open(self.spool, "ab") as raw:
                 out: Any = raw
                 if self.rank_paths:
