@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES="slurm-wlm munge slurmdbd mariadb-server chromium prometheus acl"  # prometheus: tests/gpu; acl: tests/admin
+APT_PACKAGES="slurm-wlm munge slurmdbd mariadb-server chromium prometheus acl gcc"  # prometheus: tests/gpu; acl: tests/admin; gcc: tests/gpu NVML stand-in
 missing=""
 for package in $APT_PACKAGES; do
   dpkg -s "$package" >/dev/null 2>&1 || missing="$missing $package"
