@@ -44,6 +44,13 @@ class ServiceMixin:
         """Run blocking work on the API pool (store reads, file listings)."""
         return await self.run_in("api", function, *args, **kwargs)
 
+    async def read(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A status read: at once on the loop when it cannot wait (`HyperPodService.reads_wait`),
+        else on the API pool."""
+        if not self.service.reads_wait:
+            return function(*args, **kwargs)
+        return await self.run(function, *args, **kwargs)
+
     async def run_in(self, kind: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking work on the pool of its kind (`app.POOLS`): a slow kind (cancels, backend
         calls, log reads) fills its own pool and never the one the API answers from."""
@@ -245,7 +252,7 @@ class JobsHandler(HyperPodAPIHandler):
             except ValueError:
                 allowed = ", ".join(s.value for s in JobState)
                 raise InvalidRequest(f"state must be one of {allowed}", field="state") from None
-        jobs = await self.run(
+        jobs = await self.read(
             self.service.jobs,
             states=states or None,
             limit=self.int_argument("limit", 100),
@@ -265,7 +272,7 @@ class JobHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        self.send(await self.run(self.service.job, job_id))
+        self.send(await self.read(self.service.job, job_id))
 
     @web.authenticated
     @authorized

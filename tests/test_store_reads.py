@@ -9,8 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from jupyter_hyperpod.core.models import Job, JobSpec, JobState
 from jupyter_hyperpod.core.store import JobStore
+
+from .helpers import Api
 
 
 def a_job(job_id: str, created: float) -> Job:
@@ -81,3 +85,31 @@ def test_a_row_read_again_is_reused_but_never_shared(tmp_path: Path) -> None:
     assert changed is not None and changed[0].state == JobState.FAILED
     assert changed[2] == {"job_dir": "/z"}
     store.close()
+
+
+async def test_status_reads_are_answered_on_the_loop_once_the_tracker_has_looked(
+    api: Api, jp_serverapp: Any, partition: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the first refresh a read may wait for it: it goes to the API pool. After it, a
+    read never waits (store and caches only): it is answered on the server's loop, no thread hop."""
+    service = jp_serverapp.web_app.settings["hyperpod_service"]
+    (partition / "quick.py").write_text("print('hi')\n")
+    job = await api.submit({"name": "quick", "command": ["quick.py"]})
+    assert service.tracker.wait_first(30)
+    threads: list[str] = []
+    for name in ("jobs", "job"):
+        original = getattr(service, name)
+
+        def recorded(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(service, name, recorded)
+    loop_thread = threading.current_thread().name
+    assert (await api.get("jobs")).status == 200
+    assert (await api.get(f"jobs/{job['id']}")).status == 200
+    assert threads == [loop_thread, loop_thread]
+    monkeypatch.setattr(service.tracker, "_first_done", threading.Event())  # as just started
+    threads.clear()
+    assert (await api.get("jobs")).status == 200
+    assert len(threads) == 1 and threads[0].startswith("hyperpod-api")

@@ -479,6 +479,14 @@ class HyperPodService:
             self.store.renew_lease(self.owner, LEASE_SECONDS)
             bind(self.store, self.owner)
 
+    @property
+    def reads_wait(self) -> bool:
+        """Whether a status read (`jobs`, `job`) may still wait: only for the first refresh of
+        a process that has just started. After it a read touches only the store (its own
+        connection: never behind a write) and the tracker's caches, so the server answers it at
+        once on its loop instead of handing it to a thread (the hop costs more than the read)."""
+        return not self.tracker.first_done
+
     def _watch(self) -> None:
         """A reader looks at unfinished jobs: refresh soon in the background, never here (but a
         process that has just started waits a moment for its first look at the backend)."""

@@ -95,6 +95,11 @@ class Tracker:
                 self.last_attempt = 0.0
             self._wake.notify_all()
 
+    @property
+    def first_done(self) -> bool:
+        """The first refresh after start has run (worked or failed)."""
+        return self._first_done.is_set()
+
     def wait_first(self, timeout: float) -> bool:
         """Wait (at most timeout) for the first refresh after start: a process that has just
         started has not looked at its jobs yet. True when it has."""
