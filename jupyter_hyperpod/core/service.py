@@ -481,11 +481,12 @@ class HyperPodService:
 
     @property
     def reads_wait(self) -> bool:
-        """Whether a status read (`jobs`, `job`) may still wait: only for the first refresh of
-        a process that has just started. After it a read touches only the store (its own
+        """Whether a status read (`jobs`, `job`) may still wait: for the first refresh of a
+        process that has just started, or for the cluster's name (asked of the backend once,
+        again after a switch of cluster). Otherwise a read touches only the store (its own
         connection: never behind a write) and the tracker's caches, so the server answers it at
         once on its loop instead of handing it to a thread (the hop costs more than the read)."""
-        return not self.tracker.first_done
+        return not self.tracker.first_done or self._cluster_name is None
 
     def _watch(self) -> None:
         """A reader looks at unfinished jobs: refresh soon in the background, never here (but a
