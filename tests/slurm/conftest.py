@@ -23,6 +23,7 @@ from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.core.errors import BackendUnavailable
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
+from jupyter_hyperpod.core.state import BackendState
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "slurm-test-cluster.sh"
 CLUSTER_ENV = {
@@ -114,6 +115,14 @@ def backend(slurm_cluster: None, settings: HyperPodSettings) -> Iterator[SlurmOr
     orchestrator.close()
 
 
+def facts(data: Any) -> dict[str, Any]:
+    """What a JobUpdate's data sets, as the store merges it: a typed partial state's own facts
+    (`BackendState.changes()`: not its unset defaults), or a plain dict."""
+    if isinstance(data, BackendState):
+        return data.changes()
+    return dict(data or {})
+
+
 class Tracked:
     """A job as the service would keep it: the stored fields plus the updates applied to them."""
 
@@ -125,7 +134,7 @@ class Tracked:
             backend_id=update.backend_id,
             created=time.time(),
             started=None,
-            data=dict(update.data or {}),
+            data=facts(update.data),
         )
         self.exit_code: int | None = None
         self.ended: float | None = None
@@ -139,7 +148,7 @@ class Tracked:
             self.job.state = update.state
         if update.started is not None:
             self.job.started = update.started
-        self.job.data.update(update.data or {})
+        self.job.data.update(facts(update.data))
         self.exit_code = update.exit_code if update.exit_code is not None else self.exit_code
         self.ended = update.ended or self.ended
         self.reason = update.state_reason or self.reason

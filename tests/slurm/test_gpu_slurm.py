@@ -171,3 +171,68 @@ async def test_a_slurm_job_shows_the_gpus_slurm_gave_it(
             assert one["points"], one
             assert {v for _, v in one["points"]} == {value(one["node"], int(one["gpu"]))}
             assert all(body["start"] - 0.001 <= t <= body["end"] + 0.001 for t, _ in one["points"])
+
+
+def test_an_sbatch_job_adopted_while_pending_gets_its_gpus_once_it_runs(
+    slurm_cluster: None,
+    dcgm_on_every_node: Exporter,
+    prometheus: str,  # noqa: F811
+    tmp_path: Path,
+    fs_root: Path,
+    partition: Path,
+) -> None:
+    """Submitted with `sbatch` in a terminal, opened here while it waits: once Slurm starts it,
+    the next refresh asks `scontrol -d` for its GPUs (its output path was known already)."""
+    from jupyter_hyperpod.core.models import JobState
+    from jupyter_hyperpod.core.service import HyperPodService
+    from jupyter_hyperpod.core.settings import HyperPodSettings
+
+    from ..gpu.conftest import wait_until
+
+    def sbatch(*args: str) -> str:
+        done = subprocess.run(
+            ["sbatch", "--parsable", "-o", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+            cwd=partition,
+        )
+        SUBMITTED.append(done.stdout.strip())
+        return done.stdout.strip()
+
+    blocker = sbatch("-N", "4", "--gres=gpu:4", "--wrap", "sleep 300")  # every GPU: mine waits
+    mine = sbatch("-N", "1", "--gres=gpu:1", "-J", "terminal-job", "--wrap", "sleep 300")
+    service = HyperPodService(
+        HyperPodSettings(
+            orchestrator="slurm",
+            shared_fs_root=str(fs_root),
+            partition="shared",
+            user="root",  # the user sbatch ran as: only one's own jobs are adopted
+            job_store=str(tmp_path / "jobs.sqlite"),
+            gpu_metrics_url=prometheus,
+        )
+    )
+    try:
+        job = service.adopt(mine)
+        assert job.state is JobState.PENDING and job.spec.gpus_per_node == 1
+        subprocess.run(["scancel", blocker], check=True, timeout=30)
+        wait_until(
+            lambda: service.job(job.id).state is JobState.RUNNING, timeout=60, what="it runs"
+        )
+        (node,) = slurm_nodes(mine)
+
+        def figures() -> Any:
+            answer = service.job_gpu(job.id, step=1)
+            enough = answer.series and min(len(s.points) for s in answer.series) >= 2
+            return answer if enough else None
+
+        answer = wait_until(figures, timeout=60, what="the job's GPU series")
+        assert {(s.metric, s.node, s.gpu) for s in answer.series} == {
+            ("memory_used_mb", node, "0"),
+            ("utilization", node, "0"),
+        }
+        util = next(s for s in answer.series if s.metric == "utilization")
+        assert {v for _, v in util.points} == {utilization(node, 0)}
+    finally:
+        service.close()

@@ -309,7 +309,7 @@ class SlurmOrchestrator(Orchestrator):
             for slurm_id in ids
             if slurm_id in records
             and records[slurm_id].state == JobState.RUNNING
-            and not _state(ours[slurm_id]).stdout_known
+            and _details_unknown(ours[slurm_id])
         ]
         if ended or started:
             for slurm_id, detail in self._details(ended, started).items():
@@ -360,7 +360,9 @@ class SlurmOrchestrator(Orchestrator):
         previous = (known.slurm_state, known.slurm_reason, known.nodes)
         now = (record.slurm_state, record.reason, record.nodes or known.nodes)
         new_path = bool(record.stdout) and not known.stdout_known
-        if state == job.state and now == previous and not state.finished and not new_path:
+        new_gpus = bool(record.gpus) and known.gpu_index != record.gpus
+        unchanged = state == job.state and now == previous and not state.finished
+        if unchanged and not new_path and not new_gpus:
             return None
         facts: dict[str, Any] = {"slurm_state": record.slurm_state, "slurm_reason": record.reason}
         if record.nodes:
@@ -465,6 +467,13 @@ class SlurmOrchestrator(Orchestrator):
 
     def close(self) -> None:
         pass
+
+
+def _details_unknown(job: StoredJob) -> bool:
+    """A running job whose real output path, or the GPUs it asked for, scontrol has not told us
+    yet (a job adopted while pending has its path but not its GPUs)."""
+    known = _state(job)
+    return not known.stdout_known or (bool(job.spec.gpus_per_node) and known.gpu_index is None)
 
 
 def _state(job: StoredJob) -> SlurmState:

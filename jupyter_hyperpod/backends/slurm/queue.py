@@ -21,7 +21,7 @@ from ...core.errors import BackendError, Forbidden, NotFound
 from ...core.models import JOB_NAME_PATTERN, JobSpec, JobState
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..access import log_access
-from .jobs import job_state, parse_scontrol_line, slurm_time
+from .jobs import gpu_indices, job_state, parse_scontrol_line, slurm_time
 
 if TYPE_CHECKING:
     from .backend import SlurmOrchestrator
@@ -192,7 +192,8 @@ def adopt(backend: SlurmOrchestrator, slurm_id: str) -> Adoption:
     if not slurm_id.isdigit():
         raise NotFound(f"'{slurm_id}' is not a Slurm job id", field="id")
     backend._know_controller()
-    done = backend.commands.run("scontrol", ["-o", "show", "job", slurm_id], ok_codes=(0, 1))
+    # -d: the GPUs it holds on each node too (its GPU figures: gpu/reader.py).
+    done = backend.commands.run("scontrol", ["-o", "-d", "show", "job", slurm_id], ok_codes=(0, 1))
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("JobId=")), "")
     if done.returncode != 0 or not line:
         raise NotFound(f"Slurm has no job {slurm_id} (any more)", field="id")
@@ -225,6 +226,7 @@ def adopt(backend: SlurmOrchestrator, slurm_id: str) -> Adoption:
         "slurm_state": word,
         "adopted": True,
         "workdir": fields.get("WorkDir"),
+        "gpu_index": gpu_indices(line) or None,
         "events": [f"adopted Slurm job {slurm_id} (submitted outside this server)"],
     }
     state = job_state(word)
