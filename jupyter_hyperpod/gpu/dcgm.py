@@ -133,7 +133,8 @@ def parse_metric_answers(
 
 def same_gpus(answers: dict[str, dict[str, Any]], node_label: str = NODE_LABEL) -> bool:
     """Whether the utilisation and memory answers name the same GPUs (the exporter serves both
-    for every GPU: a difference means the queries straddled a scrape)."""
+    for every GPU: a difference means the queries straddled a scrape). An exporter whose counters
+    leave one of them out altogether is consistent too."""
 
     def gpus(name: str) -> set[tuple[str, str]]:
         return {
@@ -142,7 +143,8 @@ def same_gpus(answers: dict[str, dict[str, Any]], node_label: str = NODE_LABEL) 
             if (labels := item.get("metric") or {})
         }
 
-    return gpus(UTIL) == gpus("DCGM_FI_DEV_FB_USED")
+    util, memory = gpus(UTIL), gpus("DCGM_FI_DEV_FB_USED")
+    return not util or not memory or util == memory
 
 
 def _collect(
