@@ -50,10 +50,6 @@ CLI_USERS = {"jupyter_hyperpod.magics", "jupyter_hyperpod.aws.__main__"}
 """Besides the CLI itself: the magics (the same verbs) and `python -m jupyter_hyperpod.aws
 connect`, which is `jupyter hyperpod connect`."""
 SERVICE = "jupyter_hyperpod.core.service"
-CORE_EXCEPTIONS: set[tuple[str, str]] = {
-    # Until core.settings validates the orchestrator name with core.registry (the next commit).
-    ("jupyter_hyperpod.core.settings", "jupyter_hyperpod.backends"),
-}
 
 
 def module_name(path: Path) -> str:
@@ -205,7 +201,7 @@ def violations(edges: dict[str, frozenset[str]]) -> list[str]:
             ):
                 if inside(target, ENTRY_POINTS) or inside(target, "jupyter_hyperpod.client"):
                     problems.append(f"core imports an entry point: {edge}")
-                elif not any(module == m and inside(target, t) for m, t in CORE_EXCEPTIONS):
+                else:
                     problems.append(f"core imports upward: {edge}")
             if (
                 inside(module, ADAPTERS)

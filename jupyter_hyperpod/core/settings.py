@@ -25,7 +25,7 @@ STUDIO_FSX_GLOB = "/mnt/custom-file-systems/fsx_lustre/*"
 class HyperPodSettings(Configurable):
     orchestrator_class = Type(
         None,
-        klass="jupyter_hyperpod.backends.base.Orchestrator",
+        klass="jupyter_hyperpod.core.backend.Orchestrator",
         allow_none=True,
         config=True,
         help="An Orchestrator subclass (or its import string) to drive instead of the built-in "
@@ -42,7 +42,7 @@ class HyperPodSettings(Configurable):
 
     @validate("orchestrator")
     def _known_orchestrator(self, proposal: Any) -> str:
-        from ..backends import known_backends
+        from .registry import known_backends
 
         value = str(proposal["value"])
         known = known_backends()
@@ -132,6 +132,12 @@ class HyperPodSettings(Configurable):
     )
     gpu_metrics_region = Unicode(
         "", config=True, help="AWS region for Amazon Managed Prometheus; default: from the URL."
+    )
+    gpu_metrics_cache_seconds = Float(
+        5.0,
+        config=True,
+        help="Seconds one answer of GET gpu/nodes serves every poller; after that the last one "
+        "is still served (up to 6 times as long) while a new one loads. 0: ask every time.",
     )
     gpu_metrics_node_label = Unicode(
         "Hostname", config=True, help="The DCGM series' label that names the node."
