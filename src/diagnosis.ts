@@ -3,19 +3,37 @@
  * codes and states, the orchestrator's events): which rank failed first, why a job waits.
  */
 
-import { IJob } from './models';
+import { IJob, IRankInfo } from './models';
 
 /** Exit codes of a rank stopped by the launcher after another rank failed (SIGTERM, SIGKILL). */
 const STOPPED_CODES = new Set([-15, -9, 143, 137]);
 
 /**
- * The rank that failed first: the one the reason names ("rank 1 exited with code 3"), else the
- * lowest rank that failed on its own (not stopped by a signal after another failed), else the
- * lowest with a non-zero exit code; null when the job did not fail or no rank is to blame.
+ * The rank that failed first. In order: the rank the orchestrator says the job failed on
+ * (HyperPod's faulty ranks); the failed rank that ended first, where the backend knows when each
+ * rank ended (the local runner's exit times, Kubernetes' finishedAt, Slurm's step ends); the
+ * rank the reason names ("rank 1 exited with code 3"); the lowest rank that failed on its own
+ * (not stopped by a signal after another failed); the lowest with a non-zero exit code. Null when
+ * the job did not fail or no rank is to blame.
  */
 export function failedRank(job: IJob): number | null {
   if (job.state !== 'FAILED') {
     return null;
+  }
+  const faulty = job.ranks.filter(r =>
+    (r.faults ?? []).some(f => f.restart === null)
+  );
+  if (faulty.length > 0) {
+    return firstEnded(faulty)?.rank ?? faulty[0].rank;
+  }
+  const failed = job.ranks.filter(
+    r =>
+      (r.exit_code !== null && r.exit_code !== 0) ||
+      /fail|error|oom/i.test(r.state ?? '')
+  );
+  const timed = firstEnded(failed);
+  if (timed) {
+    return timed.rank;
   }
   const worldSize = Math.max(
     job.ranks.length,
@@ -25,15 +43,25 @@ export function failedRank(job: IJob): number | null {
   if (named && Number(named[1]) < worldSize) {
     return Number(named[1]);
   }
-  const failed = job.ranks.filter(
-    r =>
-      (r.exit_code !== null && r.exit_code !== 0) ||
-      /fail|error|oom/i.test(r.state ?? '')
-  );
   const own = failed.find(
     r => r.exit_code === null || !STOPPED_CODES.has(r.exit_code)
   );
   return (own ?? failed[0])?.rank ?? null;
+}
+
+/** Of these ranks, the one that ended first (a tie: one that failed on its own, then the
+ * lowest); undefined when none has an end time. */
+function firstEnded(ranks: IRankInfo[]): IRankInfo | undefined {
+  const stopped = (r: IRankInfo) =>
+    r.exit_code !== null && STOPPED_CODES.has(r.exit_code) ? 1 : 0;
+  return ranks
+    .filter(r => typeof r.ended === 'number')
+    .sort(
+      (a, b) =>
+        (a.ended as number) - (b.ended as number) ||
+        stopped(a) - stopped(b) ||
+        a.rank - b.rank
+    )[0];
 }
 
 /** A sentence on why the job is not running yet, or null. */
@@ -75,6 +103,50 @@ export function restartSummary(job: IJob): string | null {
   return `Restarted ${most} time${most === 1 ? '' : 's'} (${restarted
     .map(r => `rank ${r.rank}: ${r.restarts}`)
     .join(', ')}).`;
+}
+
+const RESTART_TYPES: Record<string, string> = {
+  JLR: 'job-level restart',
+  PLR: 'process-level restart'
+};
+
+/**
+ * The job's restarts as the orchestrator recorded their faults (HyperPod's faulty pod/rank
+ * fields), one line per restart, then the fault the job failed on; empty when none is known.
+ */
+export function restartHistory(job: IJob): string[] {
+  const byRestart = new Map<
+    number | null,
+    { type: string | null; parts: string[] }
+  >();
+  for (const info of job.ranks) {
+    for (const fault of info.faults ?? []) {
+      const entry = byRestart.get(fault.restart) ?? {
+        type: fault.restart_type,
+        parts: []
+      };
+      const where = [fault.pod, fault.node ? `on ${fault.node}` : null]
+        .filter(Boolean)
+        .join(' ');
+      entry.parts.push(`rank ${info.rank}${where ? ` (${where})` : ''}`);
+      byRestart.set(fault.restart, entry);
+    }
+  }
+  const restarts = [...byRestart.keys()]
+    .filter((n): n is number => n !== null)
+    .sort((a, b) => a - b);
+  const lines = restarts.map(n => {
+    const entry = byRestart.get(n)!;
+    const kind = entry.type
+      ? ` (${RESTART_TYPES[entry.type] ?? entry.type})`
+      : '';
+    return `Restart ${n}${kind}: ${entry.parts.join(', ')} faulty.`;
+  });
+  const final = byRestart.get(null);
+  if (final) {
+    lines.push(`Failed on: ${final.parts.join(', ')} faulty.`);
+  }
+  return lines;
 }
 
 /** The notification for a job that ended: its words and kind. */

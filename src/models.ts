@@ -188,6 +188,16 @@ export interface IRendered {
   values?: Record<string, unknown>;
 }
 
+/** A fault of one rank as the orchestrator recorded it (HyperPod's faulty pod/rank fields). */
+export interface IRankFault {
+  /** The job restart this fault caused (1 = the first); null: the job failed on it. */
+  restart: number | null;
+  /** HyperPod: JLR (job-level restart) or PLR (process-level restart). */
+  restart_type: string | null;
+  pod: string | null;
+  node: string | null;
+}
+
 export interface IRankInfo {
   rank: number;
   node: string | null;
@@ -195,6 +205,10 @@ export interface IRankInfo {
   exit_code: number | null;
   restarts: number;
   log: string | null;
+  /** When the rank's process ended (Unix time), where the backend knows it. */
+  ended?: number | null;
+  /** This rank's recorded faults, oldest first. */
+  faults?: IRankFault[];
 }
 
 export interface IJob {

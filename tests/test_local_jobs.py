@@ -76,6 +76,9 @@ async def test_a_failing_rank_fails_the_job_and_stops_the_others(api: Api, scrip
     assert failed["state_reason"] == "rank 1 exited with code 3"
     codes = {r["rank"]: r["exit_code"] for r in failed["ranks"]}
     assert codes[1] == 3 and codes[0] == codes[2] == 128 + 15  # stopped by SIGTERM
+    # Each rank's end as the runner saw it: rank 1 first, the ranks it stopped after it.
+    ended = {r["rank"]: r["ended"] for r in failed["ranks"]}
+    assert ended[1] is not None and ended[1] <= min(ended[0], ended[2]) <= failed["ended"]
     assert _group(int(failed["backend_id"])) == []
 
 

@@ -397,6 +397,7 @@ class LocalOrchestrator(Orchestrator):
                 state=known.get(rank, {}).get("state", "PENDING"),
                 exit_code=known.get(rank, {}).get("exit_code"),
                 log=str(job_dir / f"rank-{rank}.log"),
+                ended=known.get(rank, {}).get("ended"),
             )
             for rank in range(job.spec.world_size)
         ]

@@ -133,6 +133,7 @@ class Supervisor:
                 if info["exit_code"] is None:
                     info["exit_code"] = exit_code_of(code)
                     info["state"] = "SUCCEEDED" if code == 0 else "FAILED"
+                    info["ended"] = time.time()  # seen within one poll (0.1 s) of its exit
                     write_status(self.job_dir, self.status)
                     if code != 0:
                         self._stop_ranks()
@@ -157,6 +158,7 @@ class Supervisor:
             if info["exit_code"] is None:
                 info["exit_code"] = exit_code_of(process.returncode)
                 info["state"] = "CANCELLED" if self.cancelled else "STOPPED"
+                info["ended"] = time.time()
 
     def _finish(self, state: str, exit_code: int | None, reason: str | None) -> int:
         _stop_stragglers()

@@ -285,6 +285,19 @@ class Rendered(BaseModel):
     )
 
 
+class RankFault(BaseModel):
+    """A fault of one rank as the orchestrator recorded it (HyperPod's faulty pod/rank fields)."""
+
+    restart: int | None = Field(
+        description="The job restart this fault caused (1 = the first); null: the job failed on it"
+    )
+    restart_type: str | None = Field(
+        None, description="HyperPod: JLR (job-level restart) or PLR (process-level restart)"
+    )
+    pod: str | None = None
+    node: str | None = Field(None, description="The instance the faulty pod ran on")
+
+
 class RankInfo(BaseModel):
     rank: int
     node: str | None = None
@@ -292,6 +305,14 @@ class RankInfo(BaseModel):
     exit_code: int | None = None
     restarts: int = 0
     log: str | None = Field(None, description="Where this rank's log is, when it is a file")
+    ended: float | None = Field(
+        None,
+        description="When this rank's process ended (Unix time), where the backend knows it: "
+        "which rank failed first",
+    )
+    faults: list[RankFault] = Field(
+        default_factory=list, description="This rank's recorded faults, oldest first"
+    )
 
 
 class JobProgress(BaseModel):

@@ -7,6 +7,7 @@ import {
   endedMessage,
   failedRank,
   jobEndNotice,
+  restartHistory,
   restartSummary,
   waitingReason
 } from '../diagnosis';
@@ -72,6 +73,57 @@ describe('which rank failed first', () => {
     expect(
       failedRank(job({ ranks: [rank(0), rank(1, { exit_code: -9 })] }))
     ).toBe(1);
+  });
+
+  it('takes the failed rank that ended first, where the backend knows when', () => {
+    // The reason names rank 2 (the launcher saw it first in its poll), but rank 1 ended first.
+    expect(
+      failedRank(
+        job({
+          state_reason: 'rank 2 exited with code 1',
+          ranks: [
+            rank(0, { exit_code: 143, ended: 10.2 }),
+            rank(1, { exit_code: 3, ended: 10.0 }),
+            rank(2, { exit_code: 1, ended: 10.1 })
+          ],
+          spec: { name: 't', command: ['t.py'], nodes: 1, procs_per_node: 3 }
+        } as Partial<IJob>)
+      )
+    ).toBe(1);
+    // A tie goes to the rank that failed on its own, not one the launcher stopped.
+    expect(
+      failedRank(
+        job({
+          ranks: [
+            rank(0, { exit_code: -15, ended: 5 }),
+            rank(1, { exit_code: 2, ended: 5 })
+          ]
+        })
+      )
+    ).toBe(1);
+  });
+
+  it('takes the rank HyperPod says the job failed on', () => {
+    const fault = (restart: number | null) => ({
+      restart,
+      restart_type: 'JLR',
+      pod: 'train-pods-1',
+      node: 'i-0abc'
+    });
+    const failed = job({
+      state_reason:
+        'rank 1 (train-pods-1 on i-0abc) faulty: failed after 1 restart(s).',
+      ranks: [
+        rank(0, { exit_code: 1, ended: 1 }),
+        rank(1, { exit_code: 1, ended: 2, faults: [fault(1), fault(null)] })
+      ]
+    });
+    expect(failedRank(failed)).toBe(1);
+    expect(restartHistory(failed)).toEqual([
+      'Restart 1 (job-level restart): rank 1 (train-pods-1 on i-0abc) faulty.',
+      'Failed on: rank 1 (train-pods-1 on i-0abc) faulty.'
+    ]);
+    expect(restartHistory(job({}))).toEqual([]);
   });
 
   it('is null for a job that did not fail or blames no rank', () => {
@@ -154,6 +206,31 @@ describe('JobDiagnosis', () => {
     const lines = await screen.findByLabelText('Last lines of rank 1');
     expect(lines.textContent).toContain('ValueError: bad');
     expect(asked).toEqual([['train-abc123', 1, 15]]);
+  });
+
+  it('lists the restart history of a running job', () => {
+    render(
+      <JobDiagnosis
+        client={{} as HyperpodClient}
+        job={job({
+          state: 'RUNNING',
+          ranks: [
+            rank(0, { restarts: 1 }),
+            rank(1, {
+              restarts: 1,
+              faults: [
+                { restart: 1, restart_type: 'PLR', pod: 'p-1', node: null }
+              ]
+            })
+          ]
+        })}
+      />
+    );
+    const history = screen.getByLabelText('Restart history');
+    expect(history.textContent).toBe(
+      'Restart 1 (process-level restart): rank 1 (p-1) faulty.'
+    );
+    expect(screen.getByText(/Restarted 1 time/)).toBeTruthy();
   });
 
   it('says why a job waits', () => {

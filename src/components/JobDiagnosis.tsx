@@ -1,7 +1,12 @@
 import * as React from 'react';
 
 import { HyperpodClient } from '../api';
-import { failedRank, restartSummary, waitingReason } from '../diagnosis';
+import {
+  failedRank,
+  restartHistory,
+  restartSummary,
+  waitingReason
+} from '../diagnosis';
 import { IJob } from '../models';
 
 /** Lines of the failed rank shown above the log. */
@@ -20,6 +25,18 @@ export function JobDiagnosis(props: {
   const rank = failedRank(job);
   const waiting = waitingReason(job);
   const restarts = restartSummary(job);
+  const history = restartHistory(job);
+  const historyList =
+    history.length > 0 ? (
+      <ul
+        className="jp-hyperpod-Diagnosis-history"
+        aria-label="Restart history"
+      >
+        {history.map((line, i) => (
+          <li key={i}>{line}</li>
+        ))}
+      </ul>
+    ) : null;
   const [lines, setLines] = React.useState<string | null>(null);
 
   React.useEffect(() => {
@@ -74,6 +91,7 @@ export function JobDiagnosis(props: {
         {restarts && (
           <div className="jp-hyperpod-Diagnosis-restarts">{restarts}</div>
         )}
+        {historyList}
         {lines ? (
           <pre
             className="jp-hyperpod-Diagnosis-lines"
@@ -108,10 +126,13 @@ export function JobDiagnosis(props: {
       </section>
     );
   }
-  if (restarts) {
+  if (restarts || historyList) {
     return (
       <section className="jp-hyperpod-Diagnosis" aria-label="Restarts">
-        <div className="jp-hyperpod-Diagnosis-restarts">{restarts}</div>
+        {restarts && (
+          <div className="jp-hyperpod-Diagnosis-restarts">{restarts}</div>
+        )}
+        {historyList}
       </section>
     );
   }

@@ -364,6 +364,35 @@ class JobRunner(threading.Thread):
     def reconcile_forever(self) -> None:
         raise NotImplementedError
 
+    def suspended(self) -> bool:
+        """`spec.runPolicy.suspend` as the object has it now (Kueue's webhook sets it on a queued
+        job's create; Kueue clears it when it admits the job)."""
+        if not ((self.obj.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
+            return False
+        try:
+            self.obj = self.ctl.custom.get_namespaced_custom_object(
+                self.group, self.version, self.namespace, self.plural, self.name
+            )
+        except client.ApiException as exc:
+            if exc.status == 404:
+                self.deleted.set()
+                return False
+        except Exception:
+            pass  # the API server is down: still suspended as far as we know
+        return bool(((self.obj.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+
+    def wait_while_suspended(self) -> bool:
+        """No pods while the job is suspended; True when it was (and now runs)."""
+        if not self.suspended():
+            return False
+        self.on_suspended()
+        while not self.stopping and self.suspended():
+            self.deleted.wait(RECONCILE_S * 3)
+        return True
+
+    def on_suspended(self) -> None:
+        """What the operator records while the job is suspended."""
+
 
 class KubeflowJob(JobRunner):
     def reconcile_forever(self) -> None:
@@ -373,6 +402,14 @@ class KubeflowJob(JobRunner):
             "Created", "True", "PyTorchJobCreated", f"PyTorchJob {self.name} is created."
         )
         self.write_status()
+        if self.wait_while_suspended():
+            if self.stopping:
+                return
+            # common/job.go ReconcileJobs: a resumed job's Suspended condition turns False.
+            self.set_condition(
+                "Suspended", "False", "PyTorchJobResumed", f"PyTorchJob {self.name} is resumed."
+            )
+            self.write_status()
         replicas: dict[str, Any] = spec["pytorchReplicaSpecs"]
         for rtype, rspec in replicas.items():
             for index in range(int(rspec["replicas"])):
@@ -392,6 +429,15 @@ class KubeflowJob(JobRunner):
             self.sync_status()
             time.sleep(RECONCILE_S)
         self.sync_status()
+
+    def on_suspended(self) -> None:
+        """common/job.go ReconcileJobs: a suspended job has no pods and the condition
+        Suspended True, reason PyTorchJobSuspended (commonutil.NewReason(kind,
+        JobSuspendedReason)) and the message "PyTorchJob <name> is suspended."."""
+        self.set_condition(
+            "Suspended", "True", "PyTorchJobSuspended", f"PyTorchJob {self.name} is suspended."
+        )
+        self.write_status()
 
     # -- defaults and names --------------------------------------------------------------
     @staticmethod
@@ -691,6 +737,11 @@ class HyperPodJob(JobRunner):
             "Created", "True", "Created", f"HyperPodPyTorchJob {self.name} is created."
         )
         self.write_status()
+        # `runPolicy.suspend` (the CRD: "Suspend suspends HyperPodPytorchJob when set to true"):
+        # no pods meanwhile. Not public: which condition the operator writes then; none here.
+        self.wait_while_suspended()
+        if self.stopping:
+            return
         self.start_pods()
         while not self.stopping and not self.finished():
             self.sync_status()

@@ -163,6 +163,12 @@ class Kubelet:
 
     # -- scheduling ---------------------------------------------------------------------
     def schedule(self, pod: dict[str, Any]) -> tuple[str | None, str]:
+        """A node for the pod (fewest pods, then most free GPUs), or None and why, in the
+        default scheduler's words: `pkg/scheduler/framework/types.go` FitError.Error,
+        "0/<nodes> nodes are available: <count> <reason>, ...." with the Filter plugins' reasons
+        (`plugins/noderesources/fit.go` "Insufficient nvidia.com/gpu", `plugins/nodeaffinity`
+        "node(s) didn't match Pod's node affinity/selector"). Not modelled: the " preemption:
+        ..." tail that schedulers with the preemption PostFilter append (no priorities here)."""
         spec = pod["spec"]
         selector = spec.get("nodeSelector") or {}
         wanted = 0
@@ -274,7 +280,7 @@ class PodRun(threading.Thread):
             status["containerID"] = self.container_id
         return status
 
-    def event(self, reason: str, message: str) -> None:
+    def event(self, reason: str, message: str, component: str = "kubelet") -> None:
         with contextlib.suppress(client.ApiException):
             self.kubelet.core.create_namespaced_event(
                 self.namespace,
@@ -288,6 +294,7 @@ class PodRun(threading.Thread):
                     "reason": reason,
                     "message": message,
                     "type": "Warning",
+                    "source": {"component": component},
                     "count": 1,
                     "firstTimestamp": now_iso(),
                     "lastTimestamp": now_iso(),
@@ -322,6 +329,9 @@ class PodRun(threading.Thread):
                 break
             why = self.unschedulable
             if not reported:
+                # `pkg/scheduler/schedule_one.go` handleSchedulingFailure: a Warning event
+                # FailedScheduling (action Scheduling) with the FitError's message, and the pod's
+                # condition PodScheduled False, reason Unschedulable (v1.PodReasonUnschedulable).
                 condition = {
                     "type": "PodScheduled",
                     "status": "False",
@@ -330,7 +340,7 @@ class PodRun(threading.Thread):
                     "lastTransitionTime": now_iso(),
                 }
                 self.patch({"phase": "Pending", "conditions": [condition]})
-                self.event("FailedScheduling", why)
+                self.event("FailedScheduling", why, component="default-scheduler")
                 reported = True
             self.deleted.wait(0.5)
         if not self.node:

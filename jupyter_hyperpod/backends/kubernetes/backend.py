@@ -20,6 +20,7 @@ from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, Stor
 from .client import KubeClient
 from .governance import KindDiscovery, TaskGovernance
 from .jobs import format_events, job_name_of_pod, job_update, pod_problem, rank_of_pod, timestamp
+from .kueue import explain_queued, queued
 from .logs import PodLogFollower, SpoolLogReader
 from .manifest import (
     CONTAINER,
@@ -403,6 +404,7 @@ class KubernetesOrchestrator(Orchestrator):
 
         updates: dict[str, JobUpdate] = {}
         needs_events: dict[str, list[StoredJob]] = {}
+        waiting: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # Kueue's, by namespace
         now = time.time()
         for (namespace, _kind), members in groups.items():
             for job in members:
@@ -416,8 +418,10 @@ class KubernetesOrchestrator(Orchestrator):
                         )
                     continue
                 pods = pods_by_job.get((namespace, job.backend_id or ""), [])
-                update = job_update(obj, pods)
+                update = job_update(obj, pods, faults=_state(job).faults)
                 updates[job.id] = update
+                if update.state is JobState.PENDING and queued(obj):
+                    waiting.setdefault(namespace, []).append((job.id, obj))
                 # No log draining here: the status refresh never waits for a log. A follower
                 # that sees the job finished waits for its log's end itself (`wait_complete`).
                 # Events explain jobs that wait or failed; a healthy running job needs none.
@@ -425,6 +429,12 @@ class KubernetesOrchestrator(Orchestrator):
                 if update.state in (JobState.PENDING, JobState.FAILED) or troubled:
                     needs_events.setdefault(namespace, []).append(job)
 
+        # Why Kueue holds a queued job: its Workload's conditions (kueue.py).
+        workloads: dict[str, str] = {}
+        for namespace, held in waiting.items():
+            workloads.update(
+                explain_queued(self._kinds.serves, self._list_workloads, namespace, held, updates)
+            )
         for namespace, members in needs_events.items():
             try:
                 events = self._list_all(
@@ -441,7 +451,8 @@ class KubernetesOrchestrator(Orchestrator):
                     (p.get("metadata") or {}).get("name", "")
                     for p in pods_by_job.get((namespace, job.backend_id or ""), [])
                 }
-                by_object = format_events(events, {job.backend_id or "", *pod_names})
+                involved = {job.backend_id or "", workloads.get(job.id, ""), *pod_names}
+                by_object = format_events(events, involved - {""})
                 merged = sorted({text for texts in by_object.values() for text in texts})
                 updates[job.id].events = merged[-10:]
                 if (
@@ -451,6 +462,17 @@ class KubernetesOrchestrator(Orchestrator):
                 ):
                     updates[job.id].state_reason = merged[-1]
         return updates
+
+    def _list_workloads(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return self._list_all(
+            f"list the Kueue Workloads in namespace {namespace}",
+            self.kube.custom.list_namespaced_custom_object,
+            "kueue.x-k8s.io",
+            "v1beta1",
+            namespace,
+            "workloads",
+            label_selector=selector,
+        )
 
     def cancel(self, job: StoredJob) -> JobUpdate:
         group, version, plural, kind = self._kind_of(job)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from ...core.models import JobState, RankInfo
+from ...core.models import JobState, RankFault, RankInfo
 from ..base import JobUpdate
 from .manifest import HPJOB_LABEL, JOB_ID_LABEL, KUBEFLOW_INDEX_LABEL, KUBEFLOW_JOB_LABEL
 
@@ -90,7 +90,79 @@ def pod_rank_info(pod: dict[str, Any], rank: int) -> RankInfo:
         state=shown,
         exit_code=terminated.get("exitCode") if terminated else None,
         restarts=int(container.get("restartCount") or 0),
+        # The kubelet's time for the container's end (ContainerStateTerminated.finishedAt).
+        ended=timestamp(terminated.get("finishedAt")) if terminated else None,
     )
+
+
+def record_faults(
+    status: dict[str, Any], history: list[dict[str, Any]], failed: bool
+) -> list[dict[str, Any]]:
+    """HyperPod's fault history of a job, from what its status says now and what was seen before.
+
+    The HyperPodPyTorchJob status keeps only the latest faults (`latestFaultyPodInstanceList`:
+    restartType, faultyPodList, faultyRankList, faultyInstanceIdList) and the restart count
+    (`restartCount`) (AWS's CRD, sagemaker-hyperpod `hyperpod_pytorch_job_unified_config.py`
+    FaultyPodInstanceList, HyperPodPytorchJobStatus). So each refresh keeps what it saw: the list
+    seen first at restart count n is the fault that caused restart n; once the job failed, the
+    latest list is the fault it failed on (restart None). Restarts between two refreshes are
+    counted but their faults are not known. AWS does not document whether the list is cleared
+    after a restart; either way each restart is recorded once."""
+    latest = status.get("latestFaultyPodInstanceList") or {}
+    count = int(status.get("restartCount") or 0)
+    recorded = list(history)
+    seen = {entry.get("restart") for entry in recorded}
+    if not latest.get("faultyRankList") and not latest.get("faultyPodList"):
+        return recorded
+    entry = {
+        "restart_type": latest.get("restartType"),
+        "ranks": [str(rank) for rank in latest.get("faultyRankList") or []],
+        "pods": list(latest.get("faultyPodList") or []),
+        "nodes": list(latest.get("faultyInstanceIdList") or []),
+    }
+    if failed:
+        if None not in seen:
+            recorded.append({"restart": None, **entry})
+    elif count > 0 and count not in seen:
+        recorded.append({"restart": count, **entry})
+    return recorded
+
+
+def rank_faults(history: list[dict[str, Any]]) -> dict[int, list[RankFault]]:
+    """The recorded faults by rank."""
+    faults: dict[int, list[RankFault]] = {}
+    for entry in history:
+        pods, nodes = entry.get("pods") or [], entry.get("nodes") or []
+        for index, rank in enumerate(entry.get("ranks") or []):
+            if not str(rank).isdigit():
+                continue
+            faults.setdefault(int(rank), []).append(
+                RankFault(
+                    restart=entry.get("restart"),
+                    restart_type=entry.get("restart_type"),
+                    pod=pods[index] if index < len(pods) else None,
+                    node=(nodes[index] or None) if index < len(nodes) else None,
+                )
+            )
+    return faults
+
+
+def fault_reason(history: list[dict[str, Any]], message: str | None) -> str | None:
+    """The reason of a job that failed on a recorded fault: the faulty ranks, then the
+    operator's message."""
+    final = next((e for e in reversed(history) if e.get("restart") is None), None)
+    if not final or not final.get("ranks"):
+        return message
+    pods, nodes = final.get("pods") or [], final.get("nodes") or []
+    parts = []
+    for index, rank in enumerate(final["ranks"]):
+        where = [p for p in (pods[index] if index < len(pods) else None,) if p]
+        node = nodes[index] if index < len(nodes) else None
+        if node:
+            where.append(f"on {node}")
+        parts.append(f"rank {rank}" + (f" ({' '.join(where)})" if where else ""))
+    text = f"{', '.join(parts)} faulty"
+    return f"{text}: {message}" if message else text
 
 
 def latest_condition(conditions: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
@@ -111,9 +183,13 @@ _RUNNING = {"Running", "PodsRunning", "Restarting", "Resuming", "Resumed"}
 
 
 def job_update(
-    obj: dict[str, Any], pods: list[dict[str, Any]], events: list[str] | None = None
+    obj: dict[str, Any],
+    pods: list[dict[str, Any]],
+    events: list[str] | None = None,
+    faults: list[dict[str, Any]] | None = None,
 ) -> JobUpdate:
-    """What one job object and its pods say now."""
+    """What one job object and its pods say now; `faults`: the fault history recorded so far
+    (`record_faults`), kept in the update's data when it grew."""
     status = obj.get("status") or {}
     conditions = status.get("conditions") or []
     latest = latest_condition(conditions)
@@ -180,6 +256,12 @@ def job_update(
             (latest or {}).get("lastTransitionTime")
         )
 
+    history = record_faults(status, faults or [], state is JobState.FAILED)
+    by_rank = rank_faults(history)
+    for info in ranks:
+        info.faults = by_rank.get(info.rank, [])
+    if state is JobState.FAILED:
+        reason_text = fault_reason(history, reason_text)
     return JobUpdate(
         state=state,
         state_reason=reason_text,
@@ -188,6 +270,7 @@ def job_update(
         exit_code=exit_code,
         ranks=ranks,
         events=events,
+        data={"faults": history} if history != (faults or []) else None,
     )
 
 

@@ -36,6 +36,7 @@ from .manifest import (
     KUBEFLOW_JOB_LABEL,
     label_value,
 )
+from .state import KubernetesState
 
 # The labels manifest.py puts on our jobs (kept here too: adopted jobs carry them by hand).
 USER_LABEL = "hyperpod.jupyter.org/user"
@@ -331,7 +332,9 @@ def refresh_adopted(backend: KubernetesOrchestrator, jobs: list[StoredJob]) -> d
                 ended=time.time(),
             )
             continue
-        updates[job.id] = job_update(obj, _pods(backend, job))
+        updates[job.id] = job_update(
+            obj, _pods(backend, job), faults=KubernetesState.load(job.data).faults
+        )
     return updates
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..state import StrictState
 
@@ -25,3 +25,5 @@ class KubernetesState(StrictState):
     """Several ranks per pod (torchrun --tee): each rank's lines are split out of the pod log."""
     job_dir_local: str | None = None
     """The job's directory on this machine (its spool of pod logs)."""
+    faults: list[dict[str, Any]] = []
+    """HyperPod's faults seen so far, one entry per restart (jobs.py record_faults)."""
