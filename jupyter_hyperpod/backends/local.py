@@ -207,7 +207,7 @@ class LocalOrchestrator(Orchestrator):
             "gpus_per_node": launch.spec.gpus_per_node,
         }
         (job_dir / LAUNCH_FILE).write_text(json.dumps(payload), encoding="utf-8")
-        data = {"job_dir": str(job_dir), "world_size": launch.spec.world_size}
+        facts: dict[str, Any] = {"job_dir": str(job_dir), "world_size": launch.spec.world_size}
         ranks = [
             RankInfo(
                 rank=r,
@@ -225,9 +225,11 @@ class LocalOrchestrator(Orchestrator):
                 backend_id=started["pgid"],
                 started=time.time(),
                 ranks=ranks,
-                data={**data, **started},
+                data=LocalState(**facts, **started),
             )
-        return JobUpdate(state=JobState.PENDING, state_reason=started, ranks=ranks, data=data)
+        return JobUpdate(
+            state=JobState.PENDING, state_reason=started, ranks=ranks, data=LocalState(**facts)
+        )
 
     def _queue_reason(self) -> str:
         limit = self.settings.local_max_parallel_jobs
@@ -339,7 +341,7 @@ class LocalOrchestrator(Orchestrator):
                 backend_id=started["pgid"],
                 started=time.time(),
                 state_reason=None,
-                data=started,
+                data=LocalState(**started),
             )
         status = read_status(job_dir) or {}
         state = status.get("state")

@@ -20,6 +20,7 @@ from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.kubernetes.manifest import build_manifest
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
+from jupyter_hyperpod.core.state import BackendState
 
 from . import official
 from .controller import Controller, validate_pytorchjob
@@ -199,7 +200,10 @@ def stored(launch: Launch, update: Any) -> StoredJob:
         backend_id=update.backend_id,
         created=time.time(),
         started=None,
-        data=dict(update.data or {}),
+        # What the store keeps of a JobUpdate's data: a typed partial state's own facts.
+        data=update.data.changes()
+        if isinstance(update.data, BackendState)
+        else dict(update.data or {}),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from ...core.models import JobState, RankFault, RankInfo
 from ..base import JobUpdate
 from .manifest import HPJOB_LABEL, JOB_ID_LABEL, KUBEFLOW_INDEX_LABEL, KUBEFLOW_JOB_LABEL
+from .state import KubernetesState
 
 # Waiting reasons that keep a job pending for ever unless a person acts.
 STUCK_REASONS = {
@@ -270,7 +271,7 @@ def job_update(
         exit_code=exit_code,
         ranks=ranks,
         events=events,
-        data={"faults": history} if history != (faults or []) else None,
+        data=KubernetesState(faults=history) if history != (faults or []) else None,
     )
 
 
