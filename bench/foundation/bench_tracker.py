@@ -256,6 +256,10 @@ service = HyperPodService(settings)
 jobs = [service.submit({"name": f"long{i}", "command": ["sleeper.py"]}) for i in range(5)]
 bench_tracker.add_history(work / "jobs.sqlite", jobs[0].id, history)
 time.sleep(1.0)
+tracker = getattr(service, "tracker", None)  # the code before the tracker has none
+if tracker is not None:
+    tracker.wait_first(60)  # a process that has just started waits once for its first look
+service.jobs()
 found = []
 stop = time.monotonic() + seconds
 while time.monotonic() < stop:
