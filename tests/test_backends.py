@@ -103,3 +103,32 @@ def _alive(pgid: int) -> bool:
         except (ProcessLookupError, psutil.Error):
             continue
     return False
+
+
+class Unreachable(LocalOrchestrator):
+    """A backend whose cluster does not answer."""
+
+    closed = False
+
+    def cluster_name(self) -> str:
+        raise NotConnected("the cluster does not answer")
+
+    def close(self) -> None:
+        type(self).closed = True
+        super().close()
+
+
+def test_a_switch_to_a_cluster_that_does_not_answer_leaves_the_service_as_it_was(
+    hyperpod_config: dict[str, Any],
+) -> None:
+    service = HyperPodService(HyperPodSettings(**hyperpod_config))
+    try:
+        before = service.orchestrator
+        with pytest.raises(NotConnected):
+            service.use_orchestrator(f"{__name__}:Unreachable")
+        assert service.orchestrator is before and Unreachable.closed
+        assert service.cluster().name == before.cluster_name()
+        switched = service.use_orchestrator(f"{__name__}:NamedLocal")
+        assert switched.name == "plugged-in" and service._cluster_name == "plugged-in"
+    finally:
+        service.close()

@@ -109,7 +109,7 @@ async def test_status_reads_are_answered_on_the_loop_once_the_tracker_has_looked
     assert (await api.get("jobs")).status == 200
     assert (await api.get(f"jobs/{job['id']}")).status == 200
     assert threads == [loop_thread, loop_thread]
-    monkeypatch.setattr(service, "_cluster_name", None)  # as after a switch of cluster
+    monkeypatch.setattr(service, "_cluster_name", None)  # not asked of the backend yet
     threads.clear()
     assert (await api.get("jobs")).status == 200  # the backend is asked its name: not here
     assert len(threads) == 1 and threads[0].startswith("hyperpod-api")

@@ -144,8 +144,15 @@ class HyperPodService:
     def use_orchestrator(self, kind: str, **traits: Any) -> ClusterInfo:
         """Switch the running service to another backend, built with the same settings (`traits`
         override the configured ones). The new backend is built before the old one is closed, so a
-        failure leaves the service as it was; jobs stay scoped to their orchestrator and cluster."""
+        failure leaves the service as it was; jobs stay scoped to their orchestrator and cluster.
+        The new cluster's name is asked before the switch too: a read never finds it unknown
+        (it would ask the backend then, on the server's loop: `reads_wait`)."""
         new = backend_class(kind)(settings=self.settings, **traits)
+        try:
+            name = new.cluster_name()
+        except BaseException:
+            new.close()
+            raise
         self._bind_store(new)
         with self._refresh_lock:
             old = self.orchestrator
@@ -153,7 +160,7 @@ class HyperPodService:
             self.cluster_root = PurePosixPath(
                 self.settings.cluster_fs_root or new.default_cluster_fs_root or str(self.fs_root)
             )
-            self._cluster_name = None
+            self._cluster_name = name
         self.tracker.nudge(now=True)
         old.close()
         log.info("orchestrator switched from %s to %s", old.kind, new.kind)
@@ -482,10 +489,10 @@ class HyperPodService:
     @property
     def reads_wait(self) -> bool:
         """Whether a status read (`jobs`, `job`) may still wait: for the first refresh of a
-        process that has just started, or for the cluster's name (asked of the backend once,
-        again after a switch of cluster). Otherwise a read touches only the store (its own
-        connection: never behind a write) and the tracker's caches, so the server answers it at
-        once on its loop instead of handing it to a thread (the hop costs more than the read)."""
+        process that has just started, or for the cluster's name (asked of the backend once).
+        Otherwise a read touches only the store (its own connection: never behind a write) and
+        the tracker's caches, so the server answers it at once on its loop instead of handing
+        it to a thread (the hop costs more than the read)."""
         return not self.tracker.first_done or self._cluster_name is None
 
     def _watch(self) -> None:
