@@ -1,12 +1,16 @@
 """Kubernetes backend figures against the emulator (tests/kubernetes/emulator.py) over real HTTP:
 
-1. node listing, 2,000 nodes + 1,000 GPU pods: our REST API (`GET /hyperpod/api/nodes` on a real
-   Jupyter server), the backend's `list_nodes()`, and the raw `kubernetes` client doing the same
-   work (typed `list_node()` + `list_pod_for_all_namespaces()`, GPUs summed per node);
+1. node listing, 2,000 nodes + 1,000 GPU pods, p50/p99: the raw `kubernetes` client doing the
+   work (typed `list_node()` + `list_pod_for_all_namespaces()`, GPUs summed per node), the
+   backend's `list_nodes()` listing directly (the old path, `watch_cache=False`) and from its
+   watch cache (cache.py), and the same two through REST (`GET /hyperpod/api/nodes` on a real
+   Jupyter server); then how long a cordon (PATCH) takes to show in `list_nodes()` and in REST;
 2. multi-rank log follow: N worker pods with M MiB of log each, followed by the backend into its
-   spool files, and the raw client's `read_namespaced_pod_log(follow=True)` streams read to memory.
+   spool files (on disk, and on tmpfs to measure the follower without this machine's disk),
+   against the raw client's `read_namespaced_pod_log(follow=True)` streams read to memory.
 
-Run: PYTHONPATH=. python bench/kubernetes/bench.py [--nodes 2000] [--ranks 8] [--mib 8] [--repeat 3]
+Run: PYTHONPATH=. python bench/kubernetes/bench.py [--nodes 2000] [--ranks 8] [--mib 8]
+     [--repeat 5] [--only nodes|logs] [--no-rest]
 Prints figures only; nothing is asserted.
 """
 
@@ -15,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,7 +32,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
+from common import free_port, percentile  # noqa: E402
 from kubernetes import client as k8s_client  # noqa: E402
 from kubernetes import config as k8s_config  # noqa: E402
 from traitlets.config import Config  # noqa: E402
@@ -41,34 +47,36 @@ from tests.kubernetes.conftest import node_object  # noqa: E402
 from tests.kubernetes.emulator import EmulatorThread, now_iso  # noqa: E402
 
 
-def timed(fn: Any, repeat: int) -> tuple[float, Any]:
-    times, result = [], None
-    for _ in range(repeat):
+def samples(fn: Any, count: int) -> list[float]:
+    """`count` timings of fn() in ms, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(count):
         start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
-def settings(fs_root: Path, kubeconfig: Path) -> HyperPodSettings:
+def p50_p99(times: list[float]) -> tuple[float, float]:
+    return statistics.median(times), percentile(times, 0.99)
+
+
+def settings(fs_root: Path, kubeconfig: Path, watch_cache: bool = True) -> HyperPodSettings:
     config = Config()
     config.HyperPodSettings.shared_fs_root = str(fs_root)
     config.KubernetesOrchestrator.kubeconfig = str(kubeconfig)
     config.KubernetesOrchestrator.image = "bench:latest"
     config.KubernetesOrchestrator.node_cache_seconds = 0.0
+    config.KubernetesOrchestrator.watch_cache = watch_cache
     return HyperPodSettings(config=config)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_jupyter(
-    workdir: Path, kubeconfig: Path, fs_root: Path
+    workdir: Path, kubeconfig: Path, fs_root: Path, watch_cache: bool = True
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "jupyter_server_config.json"
     config.write_text(
         json.dumps(
@@ -90,6 +98,7 @@ def start_jupyter(
                 "KubernetesOrchestrator": {
                     "kubeconfig": str(kubeconfig),
                     "node_cache_seconds": 0.0,
+                    "watch_cache": watch_cache,
                     "image": "bench:latest",
                 },
             }
@@ -120,6 +129,36 @@ def start_jupyter(
     raise RuntimeError("jupyter server did not start")
 
 
+def rest_nodes(base: str) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(f"{base}/hyperpod/api/nodes?token=bench", timeout=120) as response:
+        return json.loads(response.read())["nodes"]  # type: ignore[no-any-return]
+
+
+def visibility(core: Any, read: Any, count: int) -> list[float]:
+    """ms from sending a cordon/uncordon (PATCH) until `read()` shows it."""
+    times = []
+    for index in range(count):
+        name = f"hyperpod-i-{index * 7:05d}"
+        cordon = index % 2 == 0
+        wanted = "cordoned" if cordon else "ready"
+        start = time.perf_counter()
+        core.patch_node(name, {"spec": {"unschedulable": cordon or None}})
+        deadline = time.monotonic() + 10
+        while not any(n["name"] == name and n["state"] == wanted for n in read()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} never showed {wanted}")
+        times.append((time.perf_counter() - start) * 1000)
+        # Leave it as it was: every other round undoes the previous one.
+        if not cordon:
+            continue
+        core.patch_node(name, {"spec": {"unschedulable": None}})
+        deadline = time.monotonic() + 10
+        while not any(n["name"] == name and n["state"] == "ready" for n in read()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{name} never showed ready again")
+    return times
+
+
 def bench_nodes(
     emulator: EmulatorThread, kubeconfig: Path, fs_root: Path, count: int, repeat: int, rest: bool
 ) -> None:
@@ -140,10 +179,7 @@ def bench_nodes(
         for i in range(0, count, 2)
     ]
     emulator.put_many("v1/pods", pods)
-
-    backend = KubernetesOrchestrator(settings=settings(fs_root, kubeconfig))
-    ours, nodes = timed(backend.list_nodes, repeat)
-    assert len(nodes) == count
+    slow, fast = max(5, repeat), max(50, repeat * 10)
 
     api = k8s_config.new_client_from_config(str(kubeconfig))
     core = k8s_client.CoreV1Api(api)
@@ -161,32 +197,63 @@ def bench_nodes(
                 )
         return len(listed)
 
-    raw_time, raw_count = timed(raw, repeat)
-    assert raw_count == count
-    print(f"nodes: {count} nodes + {len(pods)} pods, median of {repeat}")
-    print(f"  backend list_nodes()                 {ours * 1000:8.1f} ms")
-    print(
-        f"  raw kubernetes client (typed models) {raw_time * 1000:8.1f} ms   ({raw_time / ours:.1f}x the backend)"
-    )
+    rows: list[tuple[str, list[float]]] = []
+    rows.append(("raw client typed list_node + list_pod", samples(raw, slow)))
+
+    direct = KubernetesOrchestrator(settings=settings(fs_root, kubeconfig, watch_cache=False))
+    assert len(direct.list_nodes()) == count
+    rows.append(("backend list_nodes(), direct list (old)", samples(direct.list_nodes, slow)))
+    direct.close()
+
+    cached = KubernetesOrchestrator(settings=settings(fs_root, kubeconfig))
+    cached.list_nodes()
+    deadline = time.monotonic() + 60
+    while not (cached._cache.nodes.fresh and cached._cache.pods.fresh):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the watch cache never synced: {cached.cache_status()}")
+        time.sleep(0.05)
+    nodes = cached.list_nodes()
+    assert len(nodes) == count and sum(n.gpus.allocated for n in nodes) == 8 * len(pods)
+    rows.append(("backend list_nodes(), watch cache", samples(cached.list_nodes, fast)))
+
+    def in_process() -> list[dict[str, Any]]:
+        return [{"name": n.name, "state": n.state} for n in cached.list_nodes()]
+
+    seen = [("change visible to list_nodes()", visibility(core, in_process, 20))]
+    cached.close()
+
     if rest:
-        workdir = Path(tempfile.mkdtemp(prefix="bench-jupyter-"))
-        process, base = start_jupyter(workdir, kubeconfig, fs_root)
-        try:
-
-            def via_rest() -> int:
-                with urllib.request.urlopen(
-                    f"{base}/hyperpod/api/nodes?token=bench", timeout=120
-                ) as response:
-                    return len(json.loads(response.read())["nodes"])
-
-            rest_time, rest_count = timed(via_rest, repeat)
-            assert rest_count == count
-            print(f"  REST GET /hyperpod/api/nodes         {rest_time * 1000:8.1f} ms")
-        finally:
-            os.killpg(process.pid, 15)
-            process.wait(10)
-    backend.close()
+        for label, watch_cache, times in (
+            ("REST GET /hyperpod/api/nodes, direct list (old)", False, slow),
+            ("REST GET /hyperpod/api/nodes, watch cache", True, fast),
+        ):
+            workdir = Path(tempfile.mkdtemp(prefix="bench-jupyter-"))
+            process, base = start_jupyter(workdir, kubeconfig, fs_root, watch_cache)
+            try:
+                deadline = time.monotonic() + 60
+                while len(rest_nodes(base)) != count:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("REST never listed every node")
+                if watch_cache:
+                    time.sleep(2.0)  # let the server's cache sync (reads list until it has)
+                rows.append((label, samples(lambda base=base: rest_nodes(base), times)))
+                if watch_cache:
+                    seen.append(
+                        (
+                            "change visible via REST (PATCH -> GET)",
+                            visibility(core, lambda base=base: rest_nodes(base), 20),
+                        )
+                    )
+            finally:
+                os.killpg(process.pid, 15)
+                process.wait(10)
     api.close()
+
+    print(f"nodes: {count} nodes + {len(pods)} pods")
+    print(f"  {'':48} {'p50 ms':>9} {'p99 ms':>9} {'n':>5}")
+    for label, times in rows + seen:
+        p50, p99 = p50_p99(times)
+        print(f"  {label:48} {p50:9.1f} {p99:9.1f} {len(times):5d}")
 
 
 def bench_logs(
@@ -195,7 +262,10 @@ def bench_logs(
     assert emulator.emulator is not None
     line = "rank {rank}/{world} step {step:07d} loss 0.123456 lr 2.0e-04 grad_norm 1.2345 tokens/s 12345.6\n"
     per_rank = mib * 1024 * 1024
-    results: list[tuple[float, float]] = []
+    results: list[dict[str, float]] = []
+    # Spooling to memory too: this measures the follower, not the machine's disk.
+    tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else ""
+    memory = tempfile.mkdtemp(dir=tmpfs) if tmpfs else ""
     for attempt in range(repeat):
         name = f"logbench-{attempt}"
         emulator.put(
@@ -262,25 +332,35 @@ def bench_logs(
             emulator.emulator.logs.finish("default", pod)
         total = sum(len(emulator.emulator.logs.read("default", pod, 0)[0]) for pod in pods)  # type: ignore[index]
 
-        backend = KubernetesOrchestrator(settings=settings(fs_root, kubeconfig))
-        job_dir = fs_root / "jobs" / name
-        job_dir.mkdir(parents=True)
-        job = StoredJob(
-            id=name,
-            spec=JobSpec(name="logbench", command=["x"], nodes=ranks),
-            state=JobState.RUNNING,
-            backend_id=name,
-            created=time.time(),
-            started=None,
-            data={
-                "namespace": "default",
-                "kind": "PyTorchJob",
-                "workers": ranks,
-                "job_dir_local": str(job_dir),
-            },
-        )
+        def job_in(root: Path, name: str = name) -> StoredJob:
+            job_dir = root / "jobs" / name
+            job_dir.mkdir(parents=True)
+            return StoredJob(
+                id=name,
+                spec=JobSpec(name="logbench", command=["x"], nodes=ranks),
+                state=JobState.RUNNING,
+                backend_id=name,
+                created=time.time(),
+                started=None,
+                data={
+                    "namespace": "default",
+                    "kind": "PyTorchJob",
+                    "workers": ranks,
+                    "job_dir_local": str(job_dir),
+                },
+            )
 
-        def run_ours(backend: Any = backend, job: StoredJob = job, total: int = total) -> float:
+        def run_ours(root: Path, total: int = total) -> float:
+            backend = KubernetesOrchestrator(settings=settings(root, kubeconfig))
+            job = job_in(root)
+            # As in the Jupyter server, whose refresh keeps it running: the client is built and
+            # the watch cache has the pods (a follower finds its pod in memory, not by a GET).
+            backend.list_nodes()
+            deadline = time.monotonic() + 60
+            while not backend._cache.pods.fresh:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the watch cache never synced: {backend.cache_status()}")
+                time.sleep(0.02)
             start = time.perf_counter()
             readers = [backend.log_reader(job, rank) for rank in range(ranks)]
             for reader in readers:
@@ -290,6 +370,7 @@ def bench_logs(
             for reader in readers:
                 reader.close()
             backend.close()
+            shutil.rmtree(root / "jobs", ignore_errors=True)
             return elapsed
 
         def run_raw(pods: list[str] = pods, total: int = total) -> float:
@@ -316,20 +397,33 @@ def bench_logs(
             api.close()
             return elapsed
 
-        # Alternate which goes first, so that neither always meets a cold server.
-        if attempt % 2:
-            raw = run_raw()
-            ours = run_ours()
-        else:
-            ours = run_ours()
-            raw = run_raw()
-        results.append((ours, raw))
-    ours = statistics.median(r[0] for r in results)
-    raw = statistics.median(r[1] for r in results)
+        runs = {
+            "raw": run_raw,
+            "disk": lambda: run_ours(fs_root),
+            "memory": lambda: run_ours(Path(memory)) if memory else 0.0,
+        }
+        # Rotate which goes first, so that none always meets a cold server.
+        order = list(runs)[attempt % 3 :] + list(runs)[: attempt % 3]
+        timings = {key: runs[key]() for key in order}
+        results.append(timings)
     size = ranks * per_rank / 1024 / 1024
+    raw = statistics.median(r["raw"] for r in results)
     print(f"logs: {ranks} ranks x {mib} MiB followed to the end, median of {repeat}")
-    print(f"  backend followers -> spool files     {ours * 1000:8.1f} ms  {size / ours:7.1f} MiB/s")
-    print(f"  raw client follow streams -> memory  {raw * 1000:8.1f} ms  {size / raw:7.1f} MiB/s")
+    print(f"  {'':52} {'ms':>8} {'MiB/s':>8} {'x raw':>6}")
+    rows = [("raw client follow streams -> memory", raw)]
+    rows.append(("backend followers -> spool files on disk", median_of(results, "disk")))
+    if tmpfs:
+        rows.append(
+            (f"backend followers -> spool files on tmpfs ({tmpfs})", median_of(results, "memory"))
+        )
+    for label, seconds in rows:
+        print(f"  {label:52} {seconds * 1000:8.1f} {size / seconds:8.1f} {raw / seconds:6.2f}")
+    if memory:
+        shutil.rmtree(memory, ignore_errors=True)
+
+
+def median_of(results: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in results)
 
 
 def main() -> None:
@@ -337,10 +431,11 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--mib", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument(
         "--no-rest", action="store_true", help="skip the Jupyter server measurement"
     )
+    parser.add_argument("--only", choices=["nodes", "logs"], default="")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-k8s-"))
     fs_root = work / "fsx"
@@ -349,8 +444,10 @@ def main() -> None:
     emulator.start()
     try:
         kubeconfig = emulator.write_kubeconfig(work / "kubeconfig")
-        bench_nodes(emulator, kubeconfig, fs_root, args.nodes, args.repeat, not args.no_rest)
-        bench_logs(emulator, kubeconfig, fs_root, args.ranks, args.mib, args.repeat)
+        if args.only in ("", "nodes"):
+            bench_nodes(emulator, kubeconfig, fs_root, args.nodes, args.repeat, not args.no_rest)
+        if args.only in ("", "logs"):
+            bench_logs(emulator, kubeconfig, fs_root, args.ranks, args.mib, args.repeat)
     finally:
         emulator.stop()
 

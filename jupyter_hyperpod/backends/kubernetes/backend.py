@@ -17,6 +17,7 @@ from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, N
 from ...core.models import Capabilities, JobState, Node
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
+from .cache import ClusterCache, PodRecord
 from .client import KubeClient
 from .governance import KindDiscovery, TaskGovernance
 from .jobs import format_events, job_name_of_pod, job_update, pod_problem, rank_of_pod, timestamp
@@ -136,7 +137,22 @@ class KubernetesOrchestrator(Orchestrator):
     fsx_file_system_id = Unicode(
         "", config=True, help="FSx for Lustre file system id; default: from Studio's mount path."
     )
-    node_cache_seconds = Float(5.0, config=True, help="How long a node listing is reused.")
+    node_cache_seconds = Float(
+        5.0, config=True, help="How long a direct node listing is reused (no watch cache)."
+    )
+    watch_cache = Bool(
+        True,
+        config=True,
+        help="Keep nodes and pods in memory by list + watch (the informer pattern) instead of "
+        "listing them per request; needs list/watch on nodes and pods cluster-wide (without "
+        "it, requests list directly).",
+    )
+    watch_timeout = Float(
+        300.0,
+        config=True,
+        help="Seconds a watch asks the API server to run before it is renewed (times a random "
+        "factor in [1, 2), like client-go's reflector).",
+    )
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings=settings, **kwargs)
@@ -147,6 +163,11 @@ class KubernetesOrchestrator(Orchestrator):
         self._details_cache: tuple[float, dict[str, Any]] | None = None
         self._kinds = KindDiscovery(self.kube)
         self._governance = TaskGovernance(self.kube)
+        self._cache = ClusterCache(self.kube, watch_timeout=self.watch_timeout)
+        # Per node: (its resourceVersion, what pods hold of it, the Node) -- rebuilt on change.
+        self._node_memo: dict[str, tuple[Any, Any, Node]] = {}
+        self._nodes_view: tuple[tuple[int, int], list[Node]] | None = None
+        self._spool_dirs: dict[str, Path] = {}
 
     # -- cluster ------------------------------------------------------------------------------
     def cluster_name(self) -> str:
@@ -217,6 +238,57 @@ class KubernetesOrchestrator(Orchestrator):
         )
 
     def list_nodes(self) -> list[Node]:
+        """From the watch cache (cache.py) while it is fresh, else by listing."""
+        if self.watch_cache:
+            self._cache.start()
+            if self._cache.nodes.fresh:
+                return self._nodes_from_cache()
+        return self._list_nodes_direct()
+
+    def cache_status(self) -> dict[str, Any]:
+        """The watch cache: per resource synced, connected, staleness, relists, error."""
+        return self._cache.status()
+
+    def _nodes_from_cache(self) -> list[Node]:
+        records, node_version = self._cache.nodes.items()
+        pod_version = -1
+        if self._cache.pods.fresh:
+            pods, pod_version = self._cache.pods.items()
+            view = self._nodes_view
+            if view is not None and view[0] == (node_version, pod_version):
+                return view[1]
+            allocated = _allocated(pods)
+        else:
+            try:
+                listed = self._list_all(
+                    "list pods on all namespaces (for GPUs in use)",
+                    self.kube.core.list_pod_for_all_namespaces,
+                    field_selector="status.phase!=Succeeded,status.phase!=Failed",
+                )
+            except Forbidden:
+                listed = []
+            allocated = allocated_by_node(listed, [*GPU_RESOURCES, EFA_RESOURCE])
+        memo: dict[str, tuple[Any, Any, Node]] = {}
+        result = []
+        for record in records:
+            name = record["metadata"]["name"]
+            holds = allocated.get(name)
+            key = tuple(sorted(holds.items())) if holds else ()
+            known = self._node_memo.get(name)
+            version = record["metadata"]["resourceVersion"]
+            if known is not None and known[0] == version and known[1] == key:
+                node = known[2]
+            else:
+                node = node_from_k8s(record, holds)
+            memo[name] = (version, key, node)
+            result.append(node)
+        result.sort(key=lambda node: node.name)
+        self._node_memo = memo
+        if pod_version >= 0:
+            self._nodes_view = ((node_version, pod_version), result)
+        return result
+
+    def _list_nodes_direct(self) -> list[Node]:
         cached = self._nodes_cache
         if cached and time.monotonic() - cached[0] < self.node_cache_seconds:
             return cached[1]
@@ -330,16 +402,16 @@ class KubernetesOrchestrator(Orchestrator):
         return JobUpdate(
             state=JobState.PENDING,
             backend_id=launch.job_id,
-            data={
-                "namespace": namespace,
-                "kind": kind,
-                "group": group,
-                "version": version,
-                "plural": plural,
-                "workers": launch.spec.nodes,
-                "split_ranks": split_ranks(launch.spec, kind),
-                "job_dir_local": str(launch.job_dir_local),
-            },
+            data=KubernetesState(
+                namespace=namespace,
+                kind=kind,
+                group=group,
+                version=version,
+                plural=plural,
+                workers=launch.spec.nodes,
+                split_ranks=split_ranks(launch.spec, kind),
+                job_dir_local=str(launch.job_dir_local),
+            ),
         )
 
     def _kind_of(self, job: StoredJob) -> tuple[str, str, str, str]:
@@ -379,6 +451,8 @@ class KubernetesOrchestrator(Orchestrator):
                     objects[(namespace, meta.get("name", ""))] = item
 
         pods_by_job: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        if self.watch_cache and groups:
+            self._cache.start()
         for namespace in {ns for ns, _ in groups}:
             names = sorted(
                 {
@@ -389,6 +463,12 @@ class KubernetesOrchestrator(Orchestrator):
                     if job.backend_id
                 }
             )
+            # The watch cache has every pod of our jobs while it is fresh: no list needed.
+            cached = self._cache.job_pods(namespace, set(names)) if self.watch_cache else None
+            if cached is not None:
+                for job_id, job_pods in cached.items():
+                    pods_by_job[(namespace, job_id)] = job_pods
+                continue
             for start in range(0, len(names), SELECTOR_CHUNK):
                 chunk = names[start : start + SELECTOR_CHUNK]
                 pods = self._list_all(
@@ -493,6 +573,13 @@ class KubernetesOrchestrator(Orchestrator):
 
     # -- logs ---------------------------------------------------------------------------------
     def _spool_dir(self, job: StoredJob) -> Path:
+        known = self._spool_dirs.get(job.id)
+        if known is not None:
+            return known
+        self._spool_dirs[job.id] = found = self._find_spool_dir(job)
+        return found
+
+    def _find_spool_dir(self, job: StoredJob) -> Path:
         local = _state(job).job_dir_local
         if local:
             candidate = Path(local) / "k8s-logs"
@@ -508,25 +595,30 @@ class KubernetesOrchestrator(Orchestrator):
     def _find_pod(
         self, namespace: str, name: str, rank: int, kind: str = ""
     ) -> dict[str, Any] | None:
-        if kind == "PyTorchJob":
-            # The training operator names worker pods <job>-worker-<index>: one read, not a list.
-            try:
-                pod = self.kube.call_json(
-                    f"read pod {name}-worker-{rank}",
-                    self.kube.core.read_namespaced_pod,
-                    f"{name}-worker-{rank}",
-                    namespace,
-                )
-            except NotFound:
-                pod = None
-            if pod and job_name_of_pod(pod) == name:
-                return pod  # type: ignore[no-any-return]
-        pods = self._list_all(
-            f"list the pods of job {name}",
-            self.kube.core.list_namespaced_pod,
-            namespace,
-            label_selector=f"{JOB_ID_LABEL}={name}",
-        )
+        # From the watch cache while it is fresh (no request per look of a log follower).
+        cached = self._cache.job_pods(namespace, {name}) if self.watch_cache else None
+        if cached is not None:
+            pods = cached.get(name, [])
+        else:
+            if kind == "PyTorchJob":
+                # The training operator names worker pods <job>-worker-<index>: one read.
+                try:
+                    pod = self.kube.call_json(
+                        f"read pod {name}-worker-{rank}",
+                        self.kube.core.read_namespaced_pod,
+                        f"{name}-worker-{rank}",
+                        namespace,
+                    )
+                except NotFound:
+                    pod = None
+                if pod and job_name_of_pod(pod) == name:
+                    return pod  # type: ignore[no-any-return]
+            pods = self._list_all(
+                f"list the pods of job {name}",
+                self.kube.core.list_namespaced_pod,
+                namespace,
+                label_selector=f"{JOB_ID_LABEL}={name}",
+            )
         mine = [p for p in pods if rank_of_pod(p) == rank and job_name_of_pod(p) == name]
         if not mine:
             return None
@@ -647,7 +739,19 @@ class KubernetesOrchestrator(Orchestrator):
             self._followers.clear()
         for follower in followers:
             follower.stop()
+        self._cache.stop()
         self.kube.close()
+
+
+def _allocated(pods: list[PodRecord]) -> dict[str, dict[str, float]]:
+    """Per node, what its bound, unfinished pods hold (nodes.allocated_by_node, on records)."""
+    result: dict[str, dict[str, float]] = {}
+    for pod in pods:
+        if pod.holds and pod.node and pod.phase not in ("Succeeded", "Failed"):
+            slot = result.setdefault(pod.node, {})
+            for resource, value in pod.holds:
+                slot[resource] = slot.get(resource, 0.0) + value
+    return result
 
 
 def _state(job: StoredJob) -> KubernetesState:

@@ -1,0 +1,256 @@
+"""The watch cache (backends/kubernetes/cache.py) against the API double's watch: changes to nodes
+and pods reach `list_nodes` and the REST API without a list per request, a version the server
+no longer has (410) makes it list again, and an API server restart is recovered from."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from traitlets.config import Config
+
+from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+from jupyter_hyperpod.core.errors import BackendUnavailable
+
+from ..helpers import Api
+from .conftest import make_settings, node_object, wait_for
+from .emulator import EmulatorThread
+from .test_nodes import pod
+
+DEADLINE = 20.0  # generous under load; the bench measures the latency itself
+
+
+@pytest.fixture
+def fresh() -> Iterator[EmulatorThread]:
+    emulator = EmulatorThread()
+    emulator.start()
+    emulator.put_many("v1/nodes", [node_object(i) for i in range(3)])
+    emulator.put_many("v1/pods", [pod("a", "hyperpod-i-00000", "Running", 4)])
+    yield emulator
+    emulator.stop()
+
+
+@pytest.fixture
+def kubeconfig(fresh: EmulatorThread, tmp_path: Path) -> Path:
+    return fresh.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+@pytest.fixture
+def core(kubeconfig: Path) -> Iterator[Any]:
+    api = k8s_config.new_client_from_config(str(kubeconfig))
+    yield k8s_client.CoreV1Api(api)
+    api.close()
+
+
+@pytest.fixture
+def backend(fs_root: Path, kubeconfig: Path) -> Iterator[KubernetesOrchestrator]:
+    # Short watches, so that renewing them (and the version they resume from) is exercised too.
+    orchestrator = KubernetesOrchestrator(
+        settings=make_settings(fs_root, kubeconfig, watch_timeout=1.0)
+    )
+    yield orchestrator
+    orchestrator.close()
+
+
+def synced(backend: KubernetesOrchestrator) -> None:
+    backend.list_nodes()
+    wait_for(lambda: backend._cache.nodes.fresh and backend._cache.pods.fresh, DEADLINE)
+
+
+def our_reads(emulator: EmulatorThread) -> list[Any]:
+    """Our requests other than the cache's own watches."""
+    assert emulator.emulator is not None
+    return [
+        r
+        for r in list(emulator.emulator._requests)
+        if r.headers.get("User-Agent", "").startswith("jupyter-hyperpod")
+        and r.params.get("watch") != "true"
+    ]
+
+
+def node(backend: KubernetesOrchestrator, name: str) -> Any:
+    return next((n for n in backend.list_nodes() if n.name == name), None)
+
+
+def test_changes_reach_list_nodes_from_memory(
+    fresh: EmulatorThread, core: Any, backend: KubernetesOrchestrator
+) -> None:
+    synced(backend)
+    assert node(backend, "hyperpod-i-00000").gpus.allocated == 4
+    before = len(our_reads(fresh))
+
+    added = node_object(9)
+    added.pop("apiVersion")
+    core.create_node(added)
+    wait_for(lambda: node(backend, "hyperpod-i-00009"), DEADLINE)
+    core.delete_node("hyperpod-i-00001")
+    wait_for(lambda: node(backend, "hyperpod-i-00001") is None, DEADLINE)
+    core.patch_node("hyperpod-i-00002", {"spec": {"unschedulable": True}})
+    wait_for(lambda: node(backend, "hyperpod-i-00002").state == "cordoned", DEADLINE)
+    # A pod that finishes no longer holds its GPUs.
+    core.patch_namespaced_pod_status("a", "default", {"status": {"phase": "Succeeded"}})
+    wait_for(lambda: node(backend, "hyperpod-i-00000").gpus.allocated == 0, DEADLINE)
+    core.create_namespaced_pod(
+        "team-a", {**pod("b", "hyperpod-i-00009", "Running", 8), "apiVersion": "v1"}
+    )
+    wait_for(lambda: node(backend, "hyperpod-i-00009").gpus.allocated == 8, DEADLINE)
+
+    assert {n.name for n in backend.list_nodes()} == {
+        "hyperpod-i-00000",
+        "hyperpod-i-00002",
+        "hyperpod-i-00009",
+    }
+    # Every one of those reads was answered from memory: not one list or get.
+    assert our_reads(fresh)[before:] == []
+    status = backend.cache_status()
+    assert status["nodes"]["synced"] and status["nodes"]["connected"]
+    assert status["nodes"]["stale_s"] == 0 and status["nodes"]["items"] == 3
+    assert status["pods"]["items"] == 2
+
+
+def test_an_expired_version_lists_again(
+    fresh: EmulatorThread, core: Any, backend: KubernetesOrchestrator
+) -> None:
+    synced(backend)
+    assert backend.cache_status()["nodes"]["relists"] == 1
+    assert fresh.emulator is not None
+
+    async def compact() -> None:
+        assert fresh.emulator is not None
+        # The connection drops; a change is made and compacted away before the cache watches
+        # again from the version it had: 410, list again.
+        fresh.emulator.history.cut()
+        fresh.emulator.store("v1/nodes", [node_object(5)])
+        fresh.emulator.history.compact()
+
+    fresh.run(compact())
+    wait_for(lambda: backend.cache_status()["nodes"]["relists"] >= 2, DEADLINE)
+    assert node(backend, "hyperpod-i-00005") is not None
+    core.patch_node("hyperpod-i-00001", {"spec": {"unschedulable": True}})
+    wait_for(lambda: node(backend, "hyperpod-i-00001").state == "cordoned", DEADLINE)
+    assert backend.cache_status()["nodes"]["error"] is None
+
+
+def test_an_api_server_restart_is_recovered(
+    fresh: EmulatorThread, core: Any, backend: KubernetesOrchestrator
+) -> None:
+    synced(backend)
+    fresh.stop_server()
+    # The watch is cut: memory is no longer current, so a read lists (and the API is down).
+    wait_for(lambda: not backend.cache_status()["nodes"]["connected"], DEADLINE)
+    with pytest.raises(BackendUnavailable):
+        backend.list_nodes()
+    assert backend.cache_status()["nodes"]["stale_s"] >= 0
+    fresh.put("v1/nodes", node_object(7))  # written while we could not watch
+    fresh.start_server()
+    wait_for(lambda: backend._cache.nodes.fresh and backend._cache.pods.fresh, DEADLINE)
+    # The restarted server's watch cache starts now: the old version is gone, one more list.
+    assert backend.cache_status()["nodes"]["relists"] >= 2
+    before = len(our_reads(fresh))
+    assert node(backend, "hyperpod-i-00007") is not None
+    core.delete_node("hyperpod-i-00007")
+    wait_for(lambda: node(backend, "hyperpod-i-00007") is None, DEADLINE)
+    assert our_reads(fresh)[before:] == []
+
+
+def test_close_stops_the_watches(backend: KubernetesOrchestrator) -> None:
+    synced(backend)
+    threads = [backend._cache.nodes._thread, backend._cache.pods._thread]
+    backend.close()
+    for thread in threads:
+        assert thread is not None
+        thread.join(10)
+        assert not thread.is_alive()
+
+
+def test_the_double_watches_from_a_version(fresh: EmulatorThread, core: Any) -> None:
+    """The API double itself, with the raw client: from a list's version only later changes,
+    a bookmark before the timeout, and 410 once the version is compacted away."""
+    listed = json.loads(core.list_node(_preload_content=False).data)
+    version = listed["metadata"]["resourceVersion"]
+    core.patch_node("hyperpod-i-00001", {"metadata": {"labels": {"x": "1"}}})
+    response = core.list_node(
+        watch=True,
+        resource_version=version,
+        allow_watch_bookmarks=True,
+        timeout_seconds=3,
+        _preload_content=False,
+    )
+    events = [json.loads(line) for line in response.data.splitlines() if line.strip()]
+    assert [e["type"] for e in events] == ["MODIFIED", "BOOKMARK"]
+    modified = events[0]["object"]["metadata"]
+    assert modified["name"] == "hyperpod-i-00001" and int(modified["resourceVersion"]) > int(
+        version
+    )
+    assert events[1]["object"] == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"resourceVersion": modified["resourceVersion"]},
+    }
+
+    async def compact() -> None:
+        assert fresh.emulator is not None
+        fresh.emulator.history.compact()
+
+    fresh.run(compact())
+    response = core.list_node(
+        watch=True, resource_version=version, timeout_seconds=3, _preload_content=False
+    )
+    (gone,) = [json.loads(line) for line in response.data.splitlines() if line.strip()]
+    assert gone["type"] == "ERROR" and gone["object"]["code"] == 410
+    assert gone["object"]["reason"] == "Expired"
+
+
+# -- through the REST API of a real Jupyter server ---------------------------------------------
+@pytest.fixture
+def hyperpod_config(fs_root: Path, tmp_path: Path, partition: Path) -> dict[str, Any]:
+    return {
+        "orchestrator": "kubernetes",
+        "shared_fs_root": str(fs_root),
+        "partition": "shared",
+        "user": "alice",
+        "job_store": str(tmp_path / "jobs.sqlite"),
+    }
+
+
+@pytest.fixture
+def jp_server_config(hyperpod_config: dict[str, Any], kubeconfig: Path) -> Config:
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": {"jupyter_hyperpod": True}},
+            "HyperPodApp": hyperpod_config,
+            "KubernetesOrchestrator": {"kubeconfig": str(kubeconfig), "image": "i:1"},
+        }
+    )
+
+
+async def poll(api: Api, check: Any) -> list[dict[str, Any]]:
+    import asyncio
+    import time
+
+    end = time.monotonic() + DEADLINE
+    while True:
+        nodes = (await api.get("nodes")).body["nodes"]
+        if check(nodes):
+            return nodes  # type: ignore[no-any-return]
+        assert time.monotonic() < end, f"not seen in time: {nodes}"
+        await asyncio.sleep(0.05)
+
+
+async def test_rest_nodes_follow_the_cluster(api: Api, fresh: EmulatorThread, core: Any) -> None:
+    nodes = await poll(api, lambda nodes: len(nodes) == 3)
+    assert {n["name"] for n in nodes} == {f"hyperpod-i-0000{i}" for i in range(3)}
+    core.patch_node("hyperpod-i-00001", {"spec": {"unschedulable": True}})
+    await poll(
+        api,
+        lambda nodes: any(
+            n["name"] == "hyperpod-i-00001" and n["state"] == "cordoned" for n in nodes
+        ),
+    )
+    core.delete_node("hyperpod-i-00002")
+    await poll(api, lambda nodes: len(nodes) == 2)
