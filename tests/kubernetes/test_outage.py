@@ -34,6 +34,9 @@ def test_unreachable_then_back(fresh: EmulatorThread, fs_root: Path, tmp_path: P
     backend = KubernetesOrchestrator(settings=make_settings(fs_root, kubeconfig))
     assert len(backend.list_nodes()) == 2
     fresh.stop_server()
+    # The watch cache (cache.py) answers until its watch notices the server is gone, moments
+    # later; from then on a read lists, and fails.
+    wait_for(lambda: not backend._cache.nodes.fresh, 30)
     started = time.monotonic()
     with pytest.raises(BackendUnavailable) as error:
         backend.list_nodes()
