@@ -10,7 +10,7 @@ import pytest
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.kubernetes.nodes import parse_quantity
 
-from .conftest import make_settings, node_object
+from .conftest import make_settings, node_object, wait_for
 from .emulator import EmulatorThread
 
 
@@ -124,8 +124,9 @@ def test_two_thousand_nodes(fresh: EmulatorThread, orchestrator: KubernetesOrche
         sum(n.gpus.total for n in nodes) == 16000 and sum(n.gpus.allocated for n in nodes) == 8000
     )
     assert fresh.emulator is not None
-    # Paged: 500 per request, following `continue` (the direct list, and the watch cache's own
-    # list when it started in time: 4 pages each).
+    # Paged: 500 per request, following `continue` (the direct list, unless the watch cache was
+    # already synced, and the watch cache's own list: 4 pages each).
+    wait_for(lambda: orchestrator._cache.nodes.fresh, 30)
     node_lists = [
         r
         for r in fresh.emulator._requests
