@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from jupyter_hyperpod.backends.base import StoredJob
+from jupyter_hyperpod.backends.base import JobUpdate, StoredJob
 from jupyter_hyperpod.backends.kubernetes.state import KubernetesState
 from jupyter_hyperpod.backends.local import LocalOrchestrator, LocalState
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
@@ -101,6 +101,8 @@ def test_a_backend_reports_a_typed_partial_of_its_state() -> None:
     as_dict = stored.merged({"slurm_state": "RUNNING", "slurm_reason": None})
     assert merged.stored() == as_dict.stored()
     assert stored.merged(SlurmState()) == stored  # nothing set: nothing changes
+    with pytest.raises(TypeError, match="State"):
+        JobUpdate(data={"slurm_state": "RUNNING"})  # type: ignore[arg-type]
 
 
 def test_the_store_is_migrated_when_opened(

@@ -53,10 +53,16 @@ class JobUpdate:
     exit_code: int | None = None
     ranks: list[RankInfo] | None = None
     events: list[str] | None = None
-    data: BackendState | dict[str, Any] | None = None
+    data: BackendState | None = None
     """Backend-private facts to keep with the job: the backend's `State` with only what
-    changed set (`State(pid=12)`, validated as it is built), merged into the stored state.
-    (A dict of fields is still accepted from backends not typed yet, validated on merge.)"""
+    changed set (`State(pid=12)`, validated as it is built), merged into the stored state."""
+
+    def __post_init__(self) -> None:
+        if self.data is not None and not isinstance(self.data, BackendState):
+            raise TypeError(
+                "JobUpdate.data is the backend's State with what changed set "
+                f"(e.g. State(pid=12)), not {type(self.data).__name__}"
+            )
 
 
 @dataclass

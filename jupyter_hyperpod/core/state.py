@@ -69,8 +69,8 @@ class BackendState(BaseModel):
 
     def merged(self, changes: BackendState | Mapping[str, Any] | None) -> Self:
         """This state with a backend's reported changes (a partial state, validated when the
-        backend built it), validated as a whole (a key of another backend's model refused).
-        A mapping of fields is still taken from backends not typed yet."""
+        backend built it; or a mapping of fields), validated as a whole (a key of another
+        backend's model refused)."""
         if changes is None:
             return self
         if isinstance(changes, BackendState):
