@@ -5,6 +5,7 @@ no longer has (410) makes it list again, and an API server restart is recovered 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,15 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from traitlets.config import Config
 
+from jupyter_hyperpod.backends.base import StoredJob
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+from jupyter_hyperpod.backends.kubernetes.manifest import JOB_ID_LABEL, KUBEFLOW_INDEX_LABEL
 from jupyter_hyperpod.core.errors import BackendUnavailable
+from jupyter_hyperpod.core.models import JobSpec, JobState
 
 from ..helpers import Api
 from .conftest import make_settings, node_object, wait_for
-from .emulator import EmulatorThread
+from .emulator import EmulatorThread, now_iso
 from .test_nodes import pod
 
 DEADLINE = 20.0  # generous under load; the bench measures the latency itself
@@ -254,3 +258,68 @@ async def test_rest_nodes_follow_the_cluster(api: Api, fresh: EmulatorThread, co
     )
     core.delete_node("hyperpod-i-00002")
     await poll(api, lambda nodes: len(nodes) == 2)
+
+
+def test_refresh_takes_running_pods_from_memory(
+    fresh: EmulatorThread, core: Any, backend: KubernetesOrchestrator
+) -> None:
+    """A running job's pods come from the cache; once the object says it ended, its pods are
+    read from the API once more (their last states must not lag behind the object)."""
+    name = "cached-job"
+    labels = {"app.kubernetes.io/managed-by": "jupyter-hyperpod", JOB_ID_LABEL: name}
+    condition = {"type": "Running", "status": "True", "lastTransitionTime": now_iso()}
+    fresh.put(
+        "kubeflow.org/v1/pytorchjobs",
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": {},
+            "status": {"conditions": [condition]},
+        },
+    )
+    for rank in range(2):
+        fresh.put(
+            "v1/pods",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-worker-{rank}",
+                    "namespace": "default",
+                    "labels": {JOB_ID_LABEL: name, KUBEFLOW_INDEX_LABEL: str(rank)},
+                },
+                "spec": {"containers": [{"name": "pytorch", "image": "i"}]},
+                "status": {"phase": "Running"},
+            },
+        )
+    job = StoredJob(
+        id=name,
+        spec=JobSpec(name="cached", command=["x"], nodes=2),
+        state=JobState.RUNNING,
+        backend_id=name,
+        created=time.time(),
+        started=None,
+        data={"namespace": "default", "kind": "PyTorchJob", "workers": 2},
+    )
+    synced(backend)
+    before = len(our_reads(fresh))
+    update = wait_for(lambda: backend.refresh([job])[job.id], DEADLINE)
+    assert update.state is JobState.RUNNING and len(update.ranks or []) == 2
+    assert not [r for r in our_reads(fresh)[before:] if r.url.path.endswith("/pods")]
+
+    condition = {"type": "Succeeded", "status": "True", "lastTransitionTime": now_iso()}
+    fresh.put(
+        "kubeflow.org/v1/pytorchjobs",
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": {},
+            "status": {"conditions": [condition]},
+        },
+    )
+    before = len(our_reads(fresh))
+    assert backend.refresh([job])[job.id].state is JobState.SUCCEEDED
+    pod_lists = [r for r in our_reads(fresh)[before:] if r.url.path.endswith("/pods")]
+    assert len(pod_lists) == 1 and name in pod_lists[0].params["labelSelector"]

@@ -463,12 +463,16 @@ class KubernetesOrchestrator(Orchestrator):
                     if job.backend_id
                 }
             )
-            # The watch cache has every pod of our jobs while it is fresh: no list needed.
+            # The watch cache has every pod of our jobs while it is fresh: no list needed, except
+            # for a job its object says has ended: its last pod states (exit codes, the failed
+            # rank) are read from the API once, so that they cannot lag behind the object.
             cached = self._cache.job_pods(namespace, set(names)) if self.watch_cache else None
             if cached is not None:
+                ended = {name for name in names if _ended(objects.get((namespace, name)))}
                 for job_id, job_pods in cached.items():
-                    pods_by_job[(namespace, job_id)] = job_pods
-                continue
+                    if job_id not in ended:
+                        pods_by_job[(namespace, job_id)] = job_pods
+                names = sorted(ended)
             for start in range(0, len(names), SELECTOR_CHUNK):
                 chunk = names[start : start + SELECTOR_CHUNK]
                 pods = self._list_all(
@@ -741,6 +745,14 @@ class KubernetesOrchestrator(Orchestrator):
             follower.stop()
         self._cache.stop()
         self.kube.close()
+
+
+def _ended(obj: dict[str, Any] | None) -> bool:
+    """Whether a job object alone says the job is over (its conditions)."""
+    if obj is None:
+        return False
+    state = job_update(obj, []).state
+    return bool(state and state.finished)
 
 
 def _allocated(pods: list[PodRecord]) -> dict[str, dict[str, float]]:
