@@ -146,6 +146,20 @@ def official_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def hyperpod_config(fs_root: Path, tmp_path: Path, partition: Path) -> dict[str, Any]:
+    """The HyperPodApp traits of the REST tests here (test_rest.py, test_cache.py): the
+    Kubernetes backend, refreshing often."""
+    return {
+        "orchestrator": "kubernetes",
+        "shared_fs_root": str(fs_root),
+        "partition": "shared",
+        "user": "alice",
+        "job_store": str(tmp_path / "jobs.sqlite"),
+        "refresh_interval": 0.2,
+    }
+
+
+@pytest.fixture
 def fs_root(tmp_path: Path) -> Path:
     root = tmp_path / "fsx"
     (root / "Data-Scientist" / "scripts").mkdir(parents=True)

@@ -18,18 +18,6 @@ from .controller import Controller
 
 
 @pytest.fixture
-def hyperpod_config(fs_root: Path, tmp_path: Path, partition: Path) -> dict[str, Any]:
-    return {
-        "orchestrator": "kubernetes",
-        "shared_fs_root": str(fs_root),
-        "partition": "shared",
-        "user": "alice",
-        "job_store": str(tmp_path / "jobs.sqlite"),
-        "refresh_interval": 0.2,
-    }
-
-
-@pytest.fixture
 def k8s_traits(kubeconfig: Path, controller: Controller, fs_root: Path) -> Iterator[dict[str, Any]]:
     controller.kubelet.claims["fsx-claim"] = str(fs_root)
     yield {"kubeconfig": str(kubeconfig), "image": IMAGE, "node_cache_seconds": 0.0}
