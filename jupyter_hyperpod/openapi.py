@@ -122,6 +122,12 @@ def _paths() -> dict[str, Any]:
         "/cluster": {
             "get": {
                 "summary": "The cluster, the user, the partition and what the backend can do",
+                "description": (
+                    "`watch_cache` (Kubernetes; null on other backends): the nodes and pods "
+                    "kept in memory by list + watch, per resource synced, watch connected, the "
+                    "ages of the last list and event, relists after 410 Gone and object counts. "
+                    "While it is not `fresh`, requests list from the API server directly."
+                ),
                 "responses": {"200": _json(ClusterInfo, "Cluster"), **_errors(503)},
             }
         },

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 from traitlets.config import LoggingConfigurable
 
 from .api import DiagnosticCheck
-from .models import Capabilities, JobSpec, JobState, Node, RankInfo
+from .models import Capabilities, JobSpec, JobState, Node, RankInfo, WatchCacheStatus
 from .queue import Adoption, QueueJob, QueueSnapshot
 from .state import BackendState, register_state
 
@@ -198,6 +198,10 @@ class Orchestrator(LoggingConfigurable):
     def details(self) -> dict[str, Any]:
         """Backend-specific facts for `GET cluster` (AWS ARN, Slurm version...)."""
         return {}
+
+    def watch_cache_status(self) -> WatchCacheStatus | None:
+        """The backend's watch cache for `GET cluster` (in memory, no I/O); None without one."""
+        return None
 
     def list_nodes(self) -> list[Node]:
         raise NotImplementedError

@@ -91,6 +91,38 @@ class FileSystemInfo(BaseModel):
     )
 
 
+class WatchedResource(BaseModel):
+    """One resource of a watch cache (list once, then watch from the list's version)."""
+
+    synced: bool = Field(description="Listed at least once: the memory holds the resource")
+    connected: bool = Field(description="Its watch is open: the memory follows the API's events")
+    stale_s: float | None = Field(
+        None, description="Seconds the watch has been cut (0 while connected; null before a list)"
+    )
+    last_list_age_s: float | None = Field(None, description="Seconds since the last full list")
+    last_event_age_s: float | None = Field(
+        None, description="Seconds since the last watch event (bookmarks included)"
+    )
+    resource_version: str = Field("", description="The version the watch resumes from")
+    items: int = Field(0, description="Objects in memory")
+    relists: int = Field(0, description="Full lists made, the first included")
+    expired: int = Field(
+        0, description="Watches the API server ended with 410 Gone (each cost a full list)"
+    )
+    error: str | None = Field(None, description="Why the last list or watch failed")
+
+
+class WatchCacheStatus(BaseModel):
+    """The Kubernetes backend's watch cache of nodes and pods: while `fresh`, requests are
+    answered from memory; otherwise they list from the API server directly."""
+
+    enabled: bool = Field(description="c.KubernetesOrchestrator.watch_cache")
+    started: bool = Field(description="Started by the first read that needs it")
+    fresh: bool = Field(description="Every resource synced and watched: reads come from memory")
+    nodes: WatchedResource
+    pods: WatchedResource
+
+
 class ClusterInfo(BaseModel):
     orchestrator: Literal["local", "slurm", "kubernetes"]
     name: str
@@ -101,6 +133,9 @@ class ClusterInfo(BaseModel):
     default_template: str | None = None
     details: dict[str, Any] = Field(
         default_factory=dict, description="Backend-specific facts (AWS cluster ARN...)"
+    )
+    watch_cache: WatchCacheStatus | None = Field(
+        None, description="The Kubernetes watch cache; null on backends without one"
     )
 
 

@@ -299,6 +299,7 @@ class HyperPodService:
             mlflow_uri=self.mlflow_uri_for_jobs,
             default_template=self.settings.default_template,
             details=self.orchestrator.details(),
+            watch_cache=self.orchestrator.watch_cache_status(),
         )
 
     server_root: Path | None = None

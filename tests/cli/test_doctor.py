@@ -106,6 +106,8 @@ def test_kubernetes_checks_against_the_api(
         report["FSx claim"].detail
     )
     assert seen["AWS credentials"] == "fail" and seen["AWS region"] == "fail"  # EKS needs AWS
+    # In this process no read had started the watch cache: doctor starts it and waits for it.
+    assert seen["watch cache"] == "pass", report["watch cache"].detail
     assert not report.ok
 
     emulator.put(

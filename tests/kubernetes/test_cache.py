@@ -19,9 +19,10 @@ from jupyter_hyperpod.backends.base import StoredJob
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.kubernetes.manifest import JOB_ID_LABEL, KUBEFLOW_INDEX_LABEL
 from jupyter_hyperpod.core.errors import BackendUnavailable
-from jupyter_hyperpod.core.models import JobSpec, JobState
+from jupyter_hyperpod.core.models import ClusterInfo, JobSpec, JobState
 
 from ..helpers import Api
+from ..test_contract import check as contract_check
 from .conftest import make_settings, node_object, wait_for
 from .emulator import EmulatorThread, now_iso
 from .test_nodes import pod
@@ -212,17 +213,6 @@ def test_the_double_watches_from_a_version(fresh: EmulatorThread, core: Any) -> 
 
 # -- through the REST API of a real Jupyter server ---------------------------------------------
 @pytest.fixture
-def hyperpod_config(fs_root: Path, tmp_path: Path, partition: Path) -> dict[str, Any]:
-    return {
-        "orchestrator": "kubernetes",
-        "shared_fs_root": str(fs_root),
-        "partition": "shared",
-        "user": "alice",
-        "job_store": str(tmp_path / "jobs.sqlite"),
-    }
-
-
-@pytest.fixture
 def jp_server_config(hyperpod_config: dict[str, Any], kubeconfig: Path) -> Config:
     return Config(
         {
@@ -244,6 +234,60 @@ async def poll(api: Api, check: Any) -> list[dict[str, Any]]:
             return nodes  # type: ignore[no-any-return]
         assert time.monotonic() < end, f"not seen in time: {nodes}"
         await asyncio.sleep(0.05)
+
+
+async def poll_cache(api: Api, check: Any) -> dict[str, Any]:
+    """GET cluster until its watch cache satisfies `check`; the body, checked by the contract."""
+    import asyncio
+
+    end = time.monotonic() + DEADLINE
+    while True:
+        reply = await api.get("cluster")
+        assert reply.status == 200, reply.body
+        cache = ClusterInfo.model_validate(reply.body).watch_cache  # the client's typed model
+        assert cache is not None
+        if check(cache):
+            contract_check("/cluster", "GET", 200, reply.body)
+            return reply.body  # type: ignore[no-any-return]
+        assert time.monotonic() < end, f"not seen in time: {cache}"
+        await asyncio.sleep(0.05)
+
+
+async def test_cluster_and_doctor_report_the_watch_cache(
+    api: Api, fresh: EmulatorThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GET cluster's `watch_cache` and doctor's check: not synced while pods may not be listed
+    (403, as RBAC answers a user without list on pods cluster-wide), synced once they may."""
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # doctor's AWS checks: no IMDS
+    assert fresh.emulator is not None
+    fresh.emulator.denied_resources.add("pods")
+    body = await poll_cache(api, lambda cache: not cache.started)  # no read has needed it yet
+    assert body["watch_cache"]["enabled"] is True and body["watch_cache"]["fresh"] is False
+
+    doctor = (await api.get("diagnose")).body
+    (seen,) = [c for c in doctor["checks"] if c["name"] == "watch cache"]
+    assert seen["status"] == "warn", seen
+    assert "not synced" in seen["detail"] and "pods not listed" in seen["detail"]
+    assert "lists nodes and pods from the API server directly" in seen["detail"]
+    assert "list and watch nodes and pods" in seen["fix"]
+    cache = ClusterInfo.model_validate(
+        await poll_cache(api, lambda cache: cache.nodes.synced and cache.pods.error)
+    ).watch_cache
+    assert cache is not None and not cache.fresh and not cache.pods.synced
+    assert cache.pods.error and "not allowed to list pods" in cache.pods.error
+
+    fresh.emulator.denied_resources.clear()
+    cache = ClusterInfo.model_validate(await poll_cache(api, lambda cache: cache.fresh)).watch_cache
+    assert cache is not None and cache.pods.error is None
+    for resource, items in ((cache.nodes, 3), (cache.pods, 1)):
+        assert resource.synced and resource.connected and resource.stale_s == 0
+        assert resource.items == items and resource.relists == 1 and resource.expired == 0
+        assert resource.last_list_age_s is not None and resource.resource_version
+    doctor = (await api.get("diagnose")).body
+    (seen,) = [c for c in doctor["checks"] if c["name"] == "watch cache"]
+    assert seen["status"] == "pass", seen
+    assert seen["detail"].startswith("synced and watching: 3 nodes, listed ")
+    assert "; 1 pods, listed " in seen["detail"] and "0 relists after 410" in seen["detail"]
 
 
 async def test_rest_nodes_follow_the_cluster(api: Api, fresh: EmulatorThread, core: Any) -> None:

@@ -14,7 +14,7 @@ from traitlets import Bool, Enum, Float, List, Unicode
 
 from ...core.api import DiagnosticCheck
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
-from ...core.models import Capabilities, JobState, Node
+from ...core.models import Capabilities, JobState, Node, WatchCacheStatus, WatchedResource
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .cache import ClusterCache, PodRecord
@@ -248,6 +248,18 @@ class KubernetesOrchestrator(Orchestrator):
     def cache_status(self) -> dict[str, Any]:
         """The watch cache: per resource synced, connected, staleness, relists, error."""
         return self._cache.status()
+
+    def watch_cache_status(self) -> WatchCacheStatus:
+        """`cache_status()` typed, for `GET cluster` and doctor."""
+        status = self._cache.status()
+        nodes, pods = WatchedResource(**status["nodes"]), WatchedResource(**status["pods"])
+        return WatchCacheStatus(
+            enabled=self.watch_cache,
+            started=self._cache.started,
+            fresh=self._cache.nodes.fresh and self._cache.pods.fresh,
+            nodes=nodes,
+            pods=pods,
+        )
 
     def _nodes_from_cache(self) -> list[Node]:
         records, node_version = self._cache.nodes.items()
@@ -648,8 +660,8 @@ class KubernetesOrchestrator(Orchestrator):
         return bool(update.state and update.state.finished)
 
     def diagnose(self) -> list[DiagnosticCheck]:
-        """The kubeconfig context, the API server, the job CRDs and the FSx claim
-        (backends/kubernetes/diagnose.py)."""
+        """The kubeconfig context, the API server, the job CRDs, the FSx claim and the watch
+        cache (backends/kubernetes/diagnose.py)."""
         from .diagnose import kubernetes_checks
 
         return kubernetes_checks(self)

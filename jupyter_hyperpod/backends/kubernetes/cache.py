@@ -125,7 +125,12 @@ class Informer:
         self.version = 0
         """Bumped by every applied change: readers memoize what they derive on it."""
         self.relists = 0
+        """Lists made, the first included."""
+        self.expired = 0
+        """Watches the server ended with 410 Gone (each one costs a list)."""
         self.error: str | None = None
+        self._listed_at: float | None = None  # monotonic time of the last complete list
+        self._event_at: float | None = None  # ... and of the last watch event (bookmarks too)
         self._items: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._synced = False
@@ -165,8 +170,14 @@ class Informer:
             return list(self._items.values()), self.version
 
     def status(self) -> dict[str, Any]:
-        """synced, connected, and for how long the memory may be stale (0 while connected)."""
-        stale = 0.0 if self._connected else time.monotonic() - self._since
+        """synced, connected, for how long the memory may be stale (0 while connected), the
+        ages of the last list and event, lists and 410s, and the last failure."""
+        now = time.monotonic()
+        stale = 0.0 if self._connected else now - self._since
+
+        def age(at: float | None) -> float | None:
+            return None if at is None else round(now - at, 3)
+
         return {
             "synced": self._synced,
             "connected": self._connected,
@@ -174,6 +185,9 @@ class Informer:
             "resource_version": self.resource_version,
             "items": len(self._items),
             "relists": self.relists,
+            "expired": self.expired,
+            "last_list_age_s": age(self._listed_at),
+            "last_event_age_s": age(self._event_at),
             "error": self.error,
         }
 
@@ -198,6 +212,7 @@ class Informer:
                     "watch of %s expired at %s: listing again", self.what, self.resource_version
                 )
                 self.resource_version = ""
+                self.expired += 1
                 self._set_connected(False)
             except HyperPodError as exc:
                 self.error = exc.message
@@ -236,6 +251,7 @@ class Informer:
             self.version += 1
             self.resource_version = version
         self.relists += 1
+        self._listed_at = time.monotonic()
         self._synced = True
 
     def _watch(self) -> None:
@@ -255,6 +271,7 @@ class Informer:
         with self._lock:
             self._response = response
         self._set_connected(True)
+        self.error = None  # listed and watching again: an earlier failure is over
         opened, count = time.monotonic(), 0
         try:
             for event in _events(response):
@@ -282,6 +299,7 @@ class Informer:
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         obj = event.get("object") or {}
+        self._event_at = time.monotonic()
         if kind == "ERROR":
             code = obj.get("code")
             if code == 410:
@@ -348,6 +366,10 @@ class ClusterCache:
     def stop(self) -> None:
         self.nodes.stop()
         self.pods.stop()
+
+    @property
+    def started(self) -> bool:
+        return self._started
 
     def status(self) -> dict[str, Any]:
         return {"nodes": self.nodes.status(), "pods": self.pods.status()}

@@ -1,13 +1,15 @@
 """The Kubernetes backend's login-node checks (`KubernetesOrchestrator.diagnose`): the kubeconfig
-context, the API server, the job CRDs (Kubeflow, HyperPod) and the FSx claim."""
+context, the API server, the job CRDs (Kubeflow, HyperPod), the FSx claim and the watch cache."""
 
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
-from ...core.diagnose import CONNECT_TIMEOUT, HTTP_TIMEOUT, Check, check
+from ...core.diagnose import CONNECT_TIMEOUT, HTTP_TIMEOUT, Check, check, guard
 from ...core.errors import HyperPodError
+from ...core.models import WatchedResource
 from .client import kubeconfig_paths
 from .manifest import JOB_KINDS
 
@@ -136,7 +138,54 @@ def kubernetes_checks(orchestrator: KubernetesOrchestrator) -> list[Check]:
             )
         )
     checks.append(_pvc_check(kube, k8s, orchestrator.pvc_name, namespace))
+    checks.extend(guard("watch cache", lambda: watch_cache_check(orchestrator)))
     return checks
+
+
+def _resource(what: str, resource: WatchedResource) -> str:
+    if not resource.synced:
+        return f"{what} not listed" + (f" ({resource.error})" if resource.error else "")
+    parts = [f"{resource.items} {what}"]
+    if resource.last_list_age_s is not None:
+        parts.append(f"listed {resource.last_list_age_s:.1f} s ago")
+    if resource.last_event_age_s is not None:
+        parts.append(f"last event {resource.last_event_age_s:.1f} s ago")
+    parts.append(f"{resource.expired} relists after 410")
+    if not resource.connected:
+        parts.append(f"watch cut for {resource.stale_s or 0:.1f} s")
+        if resource.error:
+            parts.append(resource.error)
+    return ", ".join(parts)
+
+
+def watch_cache_check(orchestrator: KubernetesOrchestrator, wait: float = HTTP_TIMEOUT) -> Check:
+    """The watch cache of nodes and pods (cache.py): started here if no read has started it
+    yet, given `wait` seconds to list and watch, then reported."""
+    name = "watch cache"
+    if not orchestrator.watch_cache:
+        return check(
+            name,
+            "skip",
+            "off (c.KubernetesOrchestrator.watch_cache = False): every request lists nodes "
+            "and pods from the API server",
+        )
+    orchestrator._cache.start()
+    deadline = time.monotonic() + wait
+    status = orchestrator.watch_cache_status()
+    while not status.fresh and time.monotonic() < deadline:
+        time.sleep(0.05)
+        status = orchestrator.watch_cache_status()
+    seen = f"{_resource('nodes', status.nodes)}; {_resource('pods', status.pods)}"
+    if status.fresh:
+        return check(name, "pass", f"synced and watching: {seen}")
+    return check(
+        name,
+        "warn",
+        f"not synced ({seen}): until it is, every request lists nodes and pods from the API "
+        "server directly (slow at cluster scale)",
+        "allow this user to list and watch nodes and pods in all namespaces (a ClusterRole), "
+        "or set c.KubernetesOrchestrator.watch_cache = False",
+    )
 
 
 def _crd_check(
