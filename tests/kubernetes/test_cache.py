@@ -4,6 +4,7 @@ no longer has (410) makes it list again, and an API server restart is recovered 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from traitlets.config import Config
 from jupyter_hyperpod.backends.base import StoredJob
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.kubernetes.manifest import JOB_ID_LABEL, KUBEFLOW_INDEX_LABEL
+from jupyter_hyperpod.client import HyperPodClient
 from jupyter_hyperpod.core.errors import BackendUnavailable
 from jupyter_hyperpod.core.models import ClusterInfo, JobSpec, JobState
 
@@ -139,6 +141,9 @@ def test_an_expired_version_lists_again(
     core.patch_node("hyperpod-i-00001", {"spec": {"unschedulable": True}})
     wait_for(lambda: node(backend, "hyperpod-i-00001").state == "cordoned", DEADLINE)
     assert backend.cache_status()["nodes"]["error"] is None
+    typed = backend.watch_cache_status().nodes
+    assert typed.expired >= 1 and typed.relists == typed.expired + 1
+    assert typed.last_event_age_s is not None and typed.last_list_age_s is not None
 
 
 def test_an_api_server_restart_is_recovered(
@@ -238,8 +243,6 @@ async def poll(api: Api, check: Any) -> list[dict[str, Any]]:
 
 async def poll_cache(api: Api, check: Any) -> dict[str, Any]:
     """GET cluster until its watch cache satisfies `check`; the body, checked by the contract."""
-    import asyncio
-
     end = time.monotonic() + DEADLINE
     while True:
         reply = await api.get("cluster")
@@ -254,7 +257,7 @@ async def poll_cache(api: Api, check: Any) -> dict[str, Any]:
 
 
 async def test_cluster_and_doctor_report_the_watch_cache(
-    api: Api, fresh: EmulatorThread, monkeypatch: pytest.MonkeyPatch
+    api: Api, jp_serverapp: Any, fresh: EmulatorThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """GET cluster's `watch_cache` and doctor's check: not synced while pods may not be listed
     (403, as RBAC answers a user without list on pods cluster-wide), synced once they may."""
@@ -288,6 +291,15 @@ async def test_cluster_and_doctor_report_the_watch_cache(
     assert seen["status"] == "pass", seen
     assert seen["detail"].startswith("synced and watching: 3 nodes, listed ")
     assert "; 1 pods, listed " in seen["detail"] and "0 relists after 410" in seen["detail"]
+
+    # The Python client reads it through its typed model.
+    client = HyperPodClient(jp_serverapp.connection_url, jp_serverapp.identity_provider.token)
+    try:
+        info = await asyncio.get_running_loop().run_in_executor(None, client.cluster)
+    finally:
+        client.close()
+    assert info.watch_cache is not None and info.watch_cache.fresh
+    assert info.watch_cache.nodes.items == 3 and info.watch_cache.pods.items == 1
 
 
 async def test_rest_nodes_follow_the_cluster(api: Api, fresh: EmulatorThread, core: Any) -> None:
