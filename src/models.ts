@@ -94,6 +94,31 @@ export interface IClusterInfo {
   mlflow_uri: string | null;
   default_template: string | null;
   details: Record<string, unknown>;
+  /** Kubernetes only: the watch cache of nodes and pods (null elsewhere). */
+  watch_cache?: IWatchCacheStatus | null;
+}
+
+/** One resource of the Kubernetes watch cache (list once, then watch). */
+export interface IWatchedResource {
+  synced: boolean;
+  connected: boolean;
+  stale_s: number | null;
+  last_list_age_s: number | null;
+  last_event_age_s: number | null;
+  resource_version: string;
+  items: number;
+  relists: number;
+  expired: number;
+  error: string | null;
+}
+
+export interface IWatchCacheStatus {
+  enabled: boolean;
+  started: boolean;
+  /** Every resource synced and watched: reads come from memory. */
+  fresh: boolean;
+  nodes: IWatchedResource;
+  pods: IWatchedResource;
 }
 
 export type FileType = 'file' | 'directory' | 'symlink' | 'other';
