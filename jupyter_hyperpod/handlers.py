@@ -180,13 +180,30 @@ class DiagnoseHandler(HyperPodAPIHandler):
 _NODES_JSON = TypeAdapter(list[Node])
 
 
+class _NodesBody:
+    """The last `GET nodes` body, kept while the backend hands back the very same list (the
+    Kubernetes watch cache does until a node or pod changes): 2,000 nodes are then not
+    serialized again for every poll. Holding the list keeps its identity from being reused."""
+
+    def __init__(self) -> None:
+        self._nodes: list[Node] | None = None
+        self._body = b""
+
+    def of(self, nodes: list[Node]) -> bytes:
+        if nodes is not self._nodes:
+            self._body = b'{"nodes":' + _NODES_JSON.dump_json(nodes) + b"}"
+            self._nodes = nodes
+        return self._body
+
+
 class NodesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
         nodes = await self.run_in("backend", self.service.nodes)
+        body = self.settings.setdefault("hyperpod_nodes_body", _NodesBody())
         self.set_header("Content-Type", "application/json")
-        self.finish(b'{"nodes":' + _NODES_JSON.dump_json(nodes) + b"}")
+        self.finish(body.of(nodes))
 
 
 class AwsClustersHandler(HyperPodAPIHandler):

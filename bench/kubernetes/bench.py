@@ -129,9 +129,14 @@ def start_jupyter(
     raise RuntimeError("jupyter server did not start")
 
 
-def rest_nodes(base: str) -> list[dict[str, Any]]:
+def rest_body(base: str) -> bytes:
+    """The whole `GET nodes` body, as the server sent it (what the server's latency is)."""
     with urllib.request.urlopen(f"{base}/hyperpod/api/nodes?token=bench", timeout=120) as response:
-        return json.loads(response.read())["nodes"]  # type: ignore[no-any-return]
+        return response.read()  # type: ignore[no-any-return]
+
+
+def rest_nodes(base: str) -> list[dict[str, Any]]:
+    return json.loads(rest_body(base))["nodes"]  # type: ignore[no-any-return]
 
 
 def visibility(core: Any, read: Any, count: int) -> list[float]:
@@ -236,7 +241,10 @@ def bench_nodes(
                         raise RuntimeError("REST never listed every node")
                 if watch_cache:
                     time.sleep(2.0)  # let the server's cache sync (reads list until it has)
-                rows.append((label, samples(lambda base=base: rest_nodes(base), times)))
+                rows.append((label, samples(lambda base=base: rest_body(base), times)))
+                if watch_cache:
+                    parsed = "REST GET nodes, watch cache, + json.loads"
+                    rows.append((parsed, samples(lambda base=base: rest_nodes(base), times)))
                 if watch_cache:
                     seen.append(
                         (
