@@ -286,18 +286,24 @@ class JobRunner(threading.Thread):
         except Exception:
             pass  # the API server is down: the next reconcile writes it again
 
-    def still_there(self) -> bool:
+    def read_object(self) -> dict[str, Any] | None:
+        """The object as the API server has it now; None (and `deleted` set) once it is gone.
+        Raises while the API server cannot answer."""
         try:
-            self.ctl.custom.get_namespaced_custom_object(
+            return self.ctl.custom.get_namespaced_custom_object(  # type: ignore[no-any-return]
                 self.group, self.version, self.namespace, self.plural, self.name
             )
         except client.ApiException as exc:
-            if exc.status == 404:
-                self.deleted.set()
-                return False
+            if exc.status != 404:
+                raise
+            self.deleted.set()
+            return None
+
+    def still_there(self) -> bool:
+        try:
+            return self.read_object() is not None
         except Exception:
-            pass  # the API server is down: still there as far as we know
-        return True
+            return True  # the API server is down: still there as far as we know
 
     def create_pods(self, pods: list[dict[str, Any]]) -> None:
         """Create the pod objects, then the kubelet (scheduler) takes them (as the real ones
@@ -370,15 +376,12 @@ class JobRunner(threading.Thread):
         if not ((self.obj.get("spec") or {}).get("runPolicy") or {}).get("suspend"):
             return False
         try:
-            self.obj = self.ctl.custom.get_namespaced_custom_object(
-                self.group, self.version, self.namespace, self.plural, self.name
-            )
-        except client.ApiException as exc:
-            if exc.status == 404:
-                self.deleted.set()
-                return False
+            current = self.read_object()
         except Exception:
-            pass  # the API server is down: still suspended as far as we know
+            current = self.obj  # the API server is down: still suspended as far as we know
+        if current is None:
+            return False
+        self.obj = current
         return bool(((self.obj.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
 
     def wait_while_suspended(self) -> bool:

@@ -323,17 +323,24 @@ def test_refresh_takes_running_pods_from_memory(
     read from the API once more (their last states must not lag behind the object)."""
     name = "cached-job"
     labels = {"app.kubernetes.io/managed-by": "jupyter-hyperpod", JOB_ID_LABEL: name}
-    condition = {"type": "Running", "status": "True", "lastTransitionTime": now_iso()}
-    fresh.put(
-        "kubeflow.org/v1/pytorchjobs",
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "PyTorchJob",
-            "metadata": {"name": name, "namespace": "default", "labels": labels},
-            "spec": {},
-            "status": {"conditions": [condition]},
-        },
-    )
+
+    def put_job(condition: str) -> None:
+        fresh.put(
+            "kubeflow.org/v1/pytorchjobs",
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": name, "namespace": "default", "labels": labels},
+                "spec": {},
+                "status": {
+                    "conditions": [
+                        {"type": condition, "status": "True", "lastTransitionTime": now_iso()}
+                    ]
+                },
+            },
+        )
+
+    put_job("Running")
     for rank in range(2):
         fresh.put(
             "v1/pods",
@@ -364,17 +371,7 @@ def test_refresh_takes_running_pods_from_memory(
     assert update.state is JobState.RUNNING and len(update.ranks or []) == 2
     assert not [r for r in our_reads(fresh)[before:] if r.url.path.endswith("/pods")]
 
-    condition = {"type": "Succeeded", "status": "True", "lastTransitionTime": now_iso()}
-    fresh.put(
-        "kubeflow.org/v1/pytorchjobs",
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "PyTorchJob",
-            "metadata": {"name": name, "namespace": "default", "labels": labels},
-            "spec": {},
-            "status": {"conditions": [condition]},
-        },
-    )
+    put_job("Succeeded")
     before = len(our_reads(fresh))
     assert backend.refresh([job])[job.id].state is JobState.SUCCEEDED
     pod_lists = [r for r in our_reads(fresh)[before:] if r.url.path.endswith("/pods")]
