@@ -11,10 +11,10 @@ const STOPPED_CODES = new Set([-15, -9, 143, 137]);
 /**
  * The rank that failed first. In order: the rank the orchestrator says the job failed on
  * (HyperPod's faulty ranks); the failed rank that ended first, where the backend knows when each
- * rank ended (the local runner's exit times, Kubernetes' finishedAt, Slurm's step ends); the
- * rank the reason names ("rank 1 exited with code 3"); the lowest rank that failed on its own
- * (not stopped by a signal after another failed); the lowest with a non-zero exit code. Null when
- * the job did not fail or no rank is to blame.
+ * rank ended (the local runner's exit times, Kubernetes' finishedAt, the records of the Slurm
+ * rank shell); the rank the reason names ("rank 1 exited with code 3"); the lowest rank that
+ * failed on its own (not stopped by a signal after another failed); the lowest with a non-zero
+ * exit code. Null when the job did not fail or no rank is to blame.
  */
 export function failedRank(job: IJob): number | null {
   if (job.state !== 'FAILED') {

@@ -103,6 +103,27 @@ describe('which rank failed first', () => {
     ).toBe(1);
   });
 
+  it('takes the recorded rank on Slurm, where ranks srun killed have no end', () => {
+    // The ranks of tests/slurm/test_rank_ends.py's job: rank 2 failed, torchrun stopped rank 3
+    // after it, srun's --kill-on-bad-exit killed rank 0 and 1 (no record). The end times alone
+    // say rank 2 (the backend's reason names it too); without them, rank 0 would be blamed.
+    expect(
+      failedRank(
+        job({
+          orchestrator: 'slurm',
+          state_reason: 'FAILED (NonZeroExitCode)',
+          ranks: [
+            rank(0, { state: 'FAILED', exit_code: null }),
+            rank(1, { state: 'FAILED', exit_code: null }),
+            rank(2, { state: 'FAILED', exit_code: 3, ended: 98.8 }),
+            rank(3, { state: 'FAILED', exit_code: 143, ended: 98.9 })
+          ],
+          spec: { name: 't', command: ['t.py'], nodes: 2, procs_per_node: 2 }
+        } as Partial<IJob>)
+      )
+    ).toBe(2);
+  });
+
   it('takes the rank HyperPod says the job failed on', () => {
     const fault = (restart: number | null) => ({
       restart,

@@ -6,12 +6,14 @@ import json
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from jupyter_hyperpod.backends.base import Launch
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+from jupyter_hyperpod.backends.slurm.rank_exits import read_rank_exits
 from jupyter_hyperpod.backends.slurm.script import ScriptOptions, render_script
 from jupyter_hyperpod.core.errors import InvalidRequest
 from jupyter_hyperpod.core.models import JobSpec
@@ -179,6 +181,7 @@ def test_every_user_string_reaches_the_program_unchanged(tmp_path: Path) -> None
         "SLURM_JOB_NODELIST": "node7",
         "SLURM_JOB_NUM_NODES": "1",
     }
+    started = time.time()
     done = subprocess.run(
         ["bash", str(script)], capture_output=True, text=True, env=env, timeout=60, check=False
     )
@@ -194,6 +197,10 @@ def test_every_user_string_reaches_the_program_unchanged(tmp_path: Path) -> None
         assert (seen["MASTER_ADDR"], seen["MASTER_PORT"]) == ("node7", str(20000 + 42))
     assert (job_dir / "exit-code").read_text().strip() == "0"
     assert json.loads(record.read_text())["srun"] == ["--kill-on-bad-exit=1"]
+    # Each rank's own end (rank_exits.py): exit code 0, at a time within this test.
+    ends = read_rank_exits(str(job_dir), world_size=2)
+    assert sorted(ends) == [0, 1] and {end.code for end in ends.values()} == {0}
+    assert all(started <= end.ended <= time.time() for end in ends.values())
 
 
 def test_configuration_reaches_the_script(tmp_path: Path) -> None:

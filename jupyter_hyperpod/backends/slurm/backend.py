@@ -27,6 +27,7 @@ from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, Re
 from . import jobs as slurm_jobs
 from .commands import Controller, SlurmCommands, command_error, parse_controllers, parse_key_values
 from .nodes import SINFO_FORMAT, nodes_from_json, nodes_from_text
+from .rank_exits import RankExit, first_failure, read_rank_exits
 from .script import (
     EXIT_CODE_NAME,
     SCRIPT_NAME,
@@ -380,33 +381,37 @@ class SlurmOrchestrator(Orchestrator):
         if state != job.state:
             reason = f" ({record.reason})" if record.reason else ""
             events = _with_event(job, f"Slurm: {record.slurm_state}{reason}")
+        exits = _rank_exits(merged) if state.finished else {}
         return JobUpdate(
             state=state,
-            state_reason=_state_reason(record),
+            state_reason=_with_first_failure(_state_reason(record), state, exits),
             started=record.start if state != JobState.PENDING else None,
             ended=record.end if state.finished else None,
             exit_code=exit_code if state.finished else None,
-            ranks=_ranks(merged, record.nodes, state),
+            ranks=_ranks(merged, record.nodes, state, exits),
             events=events,
             data=data,
         )
 
     def _vanished(self, job: StoredJob) -> JobUpdate | None:
         """Slurm has forgotten the job (MinJobAge passed, no accounting): trust what it left us."""
-        code = _exit_code_file(_state(job))
+        known = _state(job)
+        code = _exit_code_file(known)
         if code is not None:
             state = JobState.SUCCEEDED if code == 0 else JobState.FAILED
             reason = "Slurm no longer knows this job; exit code from its exit-code file"
-        elif job.state == JobState.PENDING and not _state(job).slurm_state:
+        elif job.state == JobState.PENDING and not known.slurm_state:
             return None
         else:
             state, code = JobState.FAILED, None
             reason = "Slurm no longer knows this job and it left no exit code (killed or lost)"
+        exits = _rank_exits(known)
         return JobUpdate(
             state=state,
-            state_reason=reason,
+            state_reason=_with_first_failure(reason, state, exits),
             ended=time.time(),
             exit_code=code,
+            ranks=_ranks(known, known.nodes, state, exits),
             events=_with_event(job, reason),
             data=SlurmState(slurm_state="UNKNOWN"),
         )
@@ -540,16 +545,49 @@ def _exit_code_file(data: SlurmState) -> int | None:
         return None
 
 
-def _ranks(data: SlurmState, nodes: str | None, state: JobState) -> list[RankInfo]:
+def _rank_exits(data: SlurmState) -> dict[int, RankExit]:
+    """The ranks' own ends, where this machine sees the job directory (rank_exits.py)."""
+    if not data.job_dir_local:
+        return {}
+    return read_rank_exits(data.job_dir_local, int(data.world_size or 1))
+
+
+def _with_first_failure(
+    reason: str | None, state: JobState, exits: dict[int, RankExit]
+) -> str | None:
+    """Slurm's reason, and which rank failed first where the ranks' records say."""
+    first = first_failure(exits) if state == JobState.FAILED else None
+    if first is None:
+        return reason
+    named = f"rank {first[0]} failed first (exit code {first[1].code})"
+    return f"{reason}: {named}" if reason else named
+
+
+def _ranks(
+    data: SlurmState,
+    nodes: str | None,
+    state: JobState,
+    exits: dict[int, RankExit] | None = None,
+) -> list[RankInfo]:
+    """Each rank's node, log and state; its own exit code and end where its shell recorded them."""
     world = int(data.world_size or 1)
     per_node = max(1, int(data.procs_per_node or 1))
     hosts = slurm_jobs.expand_hostlist(nodes)
     job_dir = (data.job_dir or "").rstrip("/")
+    exits = exits or {}
     ranks = []
     for rank in range(world):
         node = None
         if hosts:  # srun and torchrun's static rendezvous both place ranks in node blocks
             node = hosts[min(rank // per_node, len(hosts) - 1)]
         log = data.stdout if rank == 0 else f"{job_dir}/{rank_log_name(rank)}"
-        ranks.append(RankInfo(rank=rank, node=node, state=state.value, log=log))
+        info = RankInfo(rank=rank, node=node, state=state.value, log=log)
+        done = exits.get(rank)
+        if done is not None:
+            info.exit_code, info.ended = done.code, done.ended
+            if done.code == 0:
+                info.state = JobState.SUCCEEDED.value
+            elif state != JobState.CANCELLED:
+                info.state = JobState.FAILED.value
+        ranks.append(info)
     return ranks
