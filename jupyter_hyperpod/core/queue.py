@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from .models import JobSpec, JobState, StrictModel
+from .state import BackendState
 
 QUEUE_TTL_SECONDS = 2.0
 """A queue snapshot is reused this long: pages and filters of one view cost one cluster query."""
@@ -99,7 +99,9 @@ class Adoption:
 
     backend_id: str
     spec: JobSpec
-    data: dict[str, Any]
+    data: BackendState
+    """The backend's own state model for the job, as its refresh will read it."""
+    events: list[str] = field(default_factory=list)
     state: JobState = JobState.PENDING
     created: float = field(default_factory=time.time)
     started: float | None = None

@@ -179,15 +179,14 @@ class QueueView:
             created=adoption.created,
             started=adoption.started,
             spec=adoption.spec,
-            events=list(adoption.data.get("events") or []),
+            events=list(adoption.events),
         )
         existing = service.store.get(job.id)
         if existing is None:
-            service.store.insert(
-                job,
-                service.cluster_name,
-                {"mlflow_uri": service.mlflow_uri_for_jobs, **adoption.data},
-            )
+            data = adoption.data
+            if data.mlflow_uri is None:
+                data = data.merged({"mlflow_uri": service.mlflow_uri_for_jobs})
+            service.store.insert(job, service.cluster_name, data.stored())
         row.job_id, row.adoptable = job.id, False
         service.refresh(max_age=0)
         return service.job(job.id)

@@ -15,6 +15,7 @@ Pods of a job are found by the operators' own labels: Kubeflow's training operat
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import threading
 import time
@@ -263,7 +264,9 @@ def adopt(backend: KubernetesOrchestrator, queue_id: str) -> Adoption:
     container = next((c for c in containers if c.get("name") == CONTAINER), containers[0])
     command = [*(container.get("command") or []), *(container.get("args") or [])]
     pods, gpus = shape(obj)
-    job_name = name if re.match(JOB_NAME_PATTERN, name) else f"k8s-{abs(hash(name)) % 10**6}"
+    # The same name for the same object in every process (hash() is salted per process).
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    job_name = name if re.match(JOB_NAME_PATTERN, name) else f"k8s-{digest}"
     spec = JobSpec(
         name=job_name,
         command=command or [f"({kind[3]} {name})"],
@@ -278,19 +281,24 @@ def adopt(backend: KubernetesOrchestrator, queue_id: str) -> Adoption:
     update = job_update(obj, [])
     state = update.state or JobState.PENDING
     created = timestamp((obj.get("metadata") or {}).get("creationTimestamp")) or time.time()
-    data = {
-        "namespace": namespace,
-        "kind": kind[3],
-        "group": kind[0],
-        "version": kind[1],
-        "plural": kind[2],
-        "workers": max(1, pods),
-        "split_ranks": False,
-        "adopted": True,
-        "events": [f"adopted {kind[3]} {namespace}/{name} (created outside this server)"],
-    }
+    data = KubernetesState(
+        namespace=namespace,
+        kind=kind[3],
+        group=kind[0],
+        version=kind[1],
+        plural=kind[2],
+        workers=max(1, pods),
+        split_ranks=False,
+        adopted=True,
+    )
     return Adoption(
-        backend_id=name, spec=spec, data=data, state=state, created=created, started=update.started
+        backend_id=name,
+        spec=spec,
+        data=data,
+        events=[f"adopted {kind[3]} {namespace}/{name} (created outside this server)"],
+        state=state,
+        created=created,
+        started=update.started,
     )
 
 

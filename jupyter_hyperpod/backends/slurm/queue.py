@@ -22,6 +22,7 @@ from ...core.models import JOB_NAME_PATTERN, JobSpec, JobState
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..access import log_access
 from .jobs import gpu_indices, job_state, parse_scontrol_line, slurm_time
+from .state import SlurmState
 
 if TYPE_CHECKING:
     from .backend import SlurmOrchestrator
@@ -216,25 +217,25 @@ def adopt(backend: SlurmOrchestrator, slurm_id: str) -> Adoption:
         queue=fields.get("Partition") or None,
         params={"adopted": f"Slurm job {slurm_id}"},
     )
-    data: dict[str, Any] = {
-        "slurm_id": slurm_id,
-        "stdout": stdout.replace("%%", "%") if stdout else None,
-        "stdout_known": bool(stdout),
-        "world_size": 1,
-        "procs_per_node": 1,
-        "torchrun": False,
-        "slurm_state": word,
-        "adopted": True,
-        "workdir": fields.get("WorkDir"),
-        "gpu_index": gpu_indices(line) or None,
-        "events": [f"adopted Slurm job {slurm_id} (submitted outside this server)"],
-    }
+    data = SlurmState(
+        slurm_id=slurm_id,
+        stdout=stdout.replace("%%", "%") if stdout else None,
+        stdout_known=bool(stdout),
+        world_size=1,
+        procs_per_node=1,
+        torchrun=False,
+        slurm_state=word,
+        adopted=True,
+        workdir=fields.get("WorkDir"),
+        gpu_index=gpu_indices(line) or None,
+    )
     state = job_state(word)
     submitted = slurm_time(fields.get("SubmitTime"))
     return Adoption(
         backend_id=slurm_id,
         spec=spec,
         data=data,
+        events=[f"adopted Slurm job {slurm_id} (submitted outside this server)"],
         state=state,
         created=submitted or time.time(),
         started=slurm_time(fields.get("StartTime")) if state is not JobState.PENDING else None,
