@@ -166,6 +166,7 @@ def correctness(config_file: Path, options: dict, env: dict, gpus: int, log: Pat
     """Same batch, same weights, FSDP vs no FSDP: max |logits difference| (`fsdp-check`)."""
     storage = options.get("quant_storage", "auto")
     command = [*launcher(gpus), "fsdp-check", "--config", str(config_file), "--storage", storage]
+    code: int | str  # the exit code, or "timeout"
     with log.open("w") as handle:
         try:
             code = subprocess.run(
@@ -248,6 +249,7 @@ def run_case(
     command = [*launcher(gpus), "train", "--config", str(config_file)]
     started = time.time()
     log = work / f"{name}.log"
+    code: int | str  # the exit code, or "timeout"
     with log.open("w") as handle:
         try:
             code = subprocess.run(

@@ -29,6 +29,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,11 @@ def before(client: PrometheusClient) -> str:
     return GpuNodes(
         source=client.kind, time=time.time(), nodes=dcgm.parse_nodes(data)
     ).model_dump_json()
+
+
+def nodes_json(metrics: GpuMetrics) -> str:
+    """`GET gpu/nodes`'s body, as the service answers it."""
+    return metrics.nodes("slurm").model_dump_json()
 
 
 def per_node(client: PrometheusClient, names: list[str]) -> None:
@@ -180,17 +186,17 @@ def main() -> None:
                 one_size = raw_query(prometheus, dcgm.nodes_query())
                 six_size = sum(raw_query(prometheus, q) for q in dcgm.metric_queries().values())
                 node_ms = (
-                    timed(lambda c=client, n=names: per_node(c, n), 1)
+                    timed(partial(per_node, client, names), 1)
                     if count <= args.per_node_max
                     else float("nan")
                 )
-                old = timed(lambda c=client: before(c), args.rounds)
-                new = timed(lambda m=uncached: m.nodes("slurm").model_dump_json(), args.rounds)
+                old = timed(partial(before, client), args.rounds)
+                new = timed(partial(nodes_json, uncached), args.rounds)
                 old_polls = polls(
-                    lambda c=client: before(c), args.pollers, args.interval, args.seconds
+                    partial(before, client), args.pollers, args.interval, args.seconds
                 )
                 new_polls = polls(
-                    lambda m=cached: m.nodes("slurm").model_dump_json(),
+                    partial(nodes_json, cached),
                     args.pollers,
                     args.interval,
                     args.seconds,

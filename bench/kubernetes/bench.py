@@ -28,7 +28,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -41,6 +41,7 @@ from traitlets.config import Config  # noqa: E402
 
 from jupyter_hyperpod.backends.base import StoredJob  # noqa: E402
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator  # noqa: E402
+from jupyter_hyperpod.backends.kubernetes.logs import SpoolLogReader  # noqa: E402
 from jupyter_hyperpod.core.models import JobSpec, JobState  # noqa: E402
 from jupyter_hyperpod.core.settings import HyperPodSettings  # noqa: E402
 from tests.kubernetes.conftest import node_object  # noqa: E402
@@ -195,11 +196,12 @@ def bench_nodes(
         for pod in core.list_pod_for_all_namespaces(
             field_selector="status.phase!=Succeeded,status.phase!=Failed"
         ).items:
+            if pod.spec is None:
+                continue
+            node = pod.spec.node_name or ""
             for container in pod.spec.containers:
                 limits = (container.resources.limits or {}) if container.resources else {}
-                used[pod.spec.node_name] = used.get(pod.spec.node_name, 0) + int(
-                    limits.get("nvidia.com/gpu", 0)
-                )
+                used[node] = used.get(node, 0) + int(limits.get("nvidia.com/gpu", 0))
         return len(listed)
 
     rows: list[tuple[str, list[float]]] = []
@@ -228,7 +230,7 @@ def bench_nodes(
     cached.close()
 
     if rest:
-        for label, watch_cache, times in (
+        for label, watch_cache, rounds in (
             ("REST GET /hyperpod/api/nodes, direct list (old)", False, slow),
             ("REST GET /hyperpod/api/nodes, watch cache", True, fast),
         ):
@@ -241,10 +243,10 @@ def bench_nodes(
                         raise RuntimeError("REST never listed every node")
                 if watch_cache:
                     time.sleep(2.0)  # let the server's cache sync (reads list until it has)
-                rows.append((label, samples(lambda base=base: rest_body(base), times)))
+                rows.append((label, samples(lambda base=base: rest_body(base), rounds)))
                 if watch_cache:
                     parsed = "REST GET nodes, watch cache, + json.loads"
-                    rows.append((parsed, samples(lambda base=base: rest_nodes(base), times)))
+                    rows.append((parsed, samples(lambda base=base: rest_nodes(base), rounds)))
                 if watch_cache:
                     seen.append(
                         (
@@ -338,7 +340,8 @@ def bench_logs(
                 step += 1
             emulator.emulator.logs.write("default", pod, "".join(chunk))
             emulator.emulator.logs.finish("default", pod)
-        total = sum(len(emulator.emulator.logs.read("default", pod, 0)[0]) for pod in pods)  # type: ignore[index]
+        logs = [emulator.emulator.logs.read("default", pod, 0) for pod in pods]
+        total = sum(len(log[0]) for log in logs if log is not None)
 
         def job_in(root: Path, name: str = name) -> StoredJob:
             job_dir = root / "jobs" / name
@@ -370,7 +373,7 @@ def bench_logs(
                     raise RuntimeError(f"the watch cache never synced: {backend.cache_status()}")
                 time.sleep(0.02)
             start = time.perf_counter()
-            readers = [backend.log_reader(job, rank) for rank in range(ranks)]
+            readers = [cast(SpoolLogReader, backend.log_reader(job, rank)) for rank in range(ranks)]
             for reader in readers:
                 reader.follower.wait_done(600)
             elapsed = time.perf_counter() - start
@@ -387,7 +390,7 @@ def bench_logs(
             received = [0] * ranks
 
             def follow(rank: int) -> None:
-                response = core.read_namespaced_pod_log(
+                response: Any = core.read_namespaced_pod_log(  # urllib3's, not preloaded
                     pods[rank], "default", follow=True, _preload_content=False
                 )
                 for data in response.stream(64 * 1024):

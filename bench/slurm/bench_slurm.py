@@ -122,7 +122,7 @@ class Direct:
     def submit(self, command: list[str]) -> object:
         """One job (the script, then sbatch); returns it as the service keeps it."""
         from jupyter_hyperpod.backends.base import Launch, StoredJob
-        from jupyter_hyperpod.core.models import JobSpec
+        from jupyter_hyperpod.core.models import JobSpec, JobState
 
         self.count += 1
         spec = JobSpec(name="bench", command=command, launcher="plain")
@@ -141,8 +141,8 @@ class Direct:
         return StoredJob(
             id=job_dir.name,
             spec=spec,
-            state=update.state,
-            backend_id=update.backend_id,  # type: ignore[arg-type]
+            state=update.state or JobState.PENDING,
+            backend_id=update.backend_id,
             created=time.time(),
             started=None,
             data=update.data or {},

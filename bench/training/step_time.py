@@ -107,13 +107,13 @@ def run_trainer(values: dict, tag: str) -> tuple[float, float, int]:
     from jupyter_hyperpod.training.config import config_from_dict
     from jupyter_hyperpod.training.dataprep import read_split
     from jupyter_hyperpod.training.model import add_lora, load_base_model, load_tokenizer
+    from jupyter_hyperpod.training.train import sequence_limit
 
     config = config_from_dict(values)
     torch.manual_seed(config.seed)
     tokenizer = load_tokenizer(config.model_id)
-    examples, _ = tokenize_records(
-        read_split(config.train_dataset_path), tokenizer, config.max_seq_length
-    )
+    limit = sequence_limit(config)  # our loop's: max_seq_length (512 here)
+    examples, _ = tokenize_records(read_split(config.train_dataset_path), tokenizer, limit)
     model = add_lora(
         load_base_model(
             config.model_id, quantization="none", dtype=torch.float32, device=torch.device("cpu")
@@ -124,7 +124,7 @@ def run_trainer(values: dict, tag: str) -> tuple[float, float, int]:
     plan = make_plan(
         examples,
         packing=False,
-        max_length=config.max_seq_length,
+        max_length=limit,
         micro_batch_size=4,
         world_size=1,
         accumulation=1,
@@ -175,7 +175,7 @@ def run_trainer(values: dict, tag: str) -> tuple[float, float, int]:
 
     class InOrder(Trainer):
         def _get_train_sampler(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            return SequentialSampler(self.train_dataset)
+            return SequentialSampler(dataset)  # the train_dataset below
 
     trainer = InOrder(
         model=model, args=args, train_dataset=dataset, data_collator=collate, callbacks=[timer]
