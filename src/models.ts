@@ -213,7 +213,10 @@ export interface IRendered {
   values?: Record<string, unknown>;
 }
 
-/** A fault of one rank as the orchestrator recorded it (HyperPod's faulty pod/rank fields). */
+/**
+ * A fault of one rank as the orchestrator recorded it (HyperPod's faulty pod/rank fields; on
+ * Slurm, the rank that failed first in an attempt, from the ranks' own records).
+ */
 export interface IRankFault {
   /** The job restart this fault caused (1 = the first); null: the job failed on it. */
   restart: number | null;

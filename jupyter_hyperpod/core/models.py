@@ -321,7 +321,8 @@ class Rendered(BaseModel):
 
 
 class RankFault(BaseModel):
-    """A fault of one rank as the orchestrator recorded it (HyperPod's faulty pod/rank fields)."""
+    """A fault of one rank as the orchestrator recorded it (HyperPod's faulty pod/rank fields; on
+    Slurm, the rank that failed first in an attempt, from the ranks' own records)."""
 
     restart: int | None = Field(
         description="The job restart this fault caused (1 = the first); null: the job failed on it"

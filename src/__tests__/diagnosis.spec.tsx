@@ -145,6 +145,27 @@ describe('which rank failed first', () => {
       'Failed on: rank 1 (train-pods-1 on i-0abc) faulty.'
     ]);
     expect(restartHistory(job({}))).toEqual([]);
+    // Slurm's, from the ranks' own records: no restart type, no pod.
+    const slurm = (restart: number | null) => ({
+      restart,
+      restart_type: null,
+      pod: null,
+      node: 'node1'
+    });
+    expect(
+      restartHistory(
+        job({
+          orchestrator: 'slurm',
+          ranks: [
+            rank(0, { restarts: 1, faults: [slurm(null)] }),
+            rank(1, { restarts: 1, faults: [slurm(1)] })
+          ]
+        })
+      )
+    ).toEqual([
+      'Restart 1: rank 1 (on node1) faulty.',
+      'Failed on: rank 0 (on node1) faulty.'
+    ]);
   });
 
   it('is null for a job that did not fail or blames no rank', () => {

@@ -153,6 +153,8 @@ class Tracked:
         self.ended = update.ended or self.ended
         self.reason = update.state_reason or self.reason
         self.ranks = update.ranks or self.ranks
+        if update.events is not None:  # the job's events as a whole, as the store keeps them
+            self.job.events = list(update.events)
 
 
 def launch_for(settings: HyperPodSettings, spec: JobSpec, job_id: str) -> Launch:

@@ -1,5 +1,5 @@
-"""Each rank's own end on the real test cluster: which rank failed first, and signals still reach
-the program now that the rank shell outlives it (script.RANK_RUN)."""
+"""Each rank's own runs on the real test cluster: which rank failed first, the ranks' restarts, and
+signals that still reach the program now that the rank shell outlives it (script.RANK_RUN)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import subprocess
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
-from jupyter_hyperpod.backends.slurm.rank_exits import read_rank_exits
-from jupyter_hyperpod.core.models import JobSpec, JobState, RankInfo
+from jupyter_hyperpod.backends.slurm.rank_runs import RankRuns, read_rank_runs
+from jupyter_hyperpod.core.models import JobSpec, JobState, RankFault, RankInfo
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
 from .conftest import Tracked, submit, wait_state
@@ -33,6 +34,12 @@ PROGRAM = textwrap.dedent(
         signal.signal(signal.SIGTERM, caught)
         signal.signal(signal.SIGUSR1, caught)
     print(f"rank {rank} up", flush=True)
+    once = f"failed-once-{os.environ['HYPERPOD_JOB_ID']}"
+    if os.environ.get("FAIL_ONCE") == str(rank) and not os.path.exists(once):
+        open(once, "w").close()
+        time.sleep(2)
+        print(f"rank {rank} fails once", flush=True)
+        sys.exit(3)
     if os.environ.get("FAIL_RANK") == str(rank):
         time.sleep(2)
         print(f"rank {rank} fails", flush=True)
@@ -50,8 +57,24 @@ def program(project: Path) -> Path:
     return path
 
 
+def ends_job(name: str, seconds: int, launcher: str, env: dict[str, str], **spec: Any) -> JobSpec:
+    """ends.py, sleeping `seconds` unless `env` makes a rank fail first."""
+    return JobSpec(
+        name=name,
+        command=["ends.py", str(seconds)],
+        workdir="project",
+        launcher=launcher,
+        env=env,
+        **spec,
+    )
+
+
 def job_dir(tracked: Tracked) -> str:
     return str(tracked.job.data["job_dir_local"])
+
+
+def ended(tracked: Tracked) -> dict[int, RankRuns]:
+    return read_rank_runs(job_dir(tracked), tracked.job.spec.world_size)
 
 
 def rank(tracked: Tracked, number: int) -> RankInfo:
@@ -74,14 +97,8 @@ def test_the_rank_that_failed_first_is_named_with_its_own_end(
 ) -> None:
     """Rank 2 (the second node's first) fails; the others, still running, are stopped. Slurm
     gives one end for the whole step: the ranks' own records say rank 2 ended first."""
-    spec = JobSpec(
-        name=f"first-{launcher}",
-        command=["ends.py", "300"],
-        workdir="project",
-        launcher=launcher,
-        nodes=2,
-        procs_per_node=2,
-        env={"FAIL_RANK": "2"},
+    spec = ends_job(
+        f"first-{launcher}", 300, launcher, {"FAIL_RANK": "2"}, nodes=2, procs_per_node=2
     )
     tracked = submit(backend, settings, spec)
     wait_state(backend, tracked, {JobState.FAILED, JobState.SUCCEEDED}, timeout=150)
@@ -109,14 +126,7 @@ def test_signals_reach_the_program_under_the_rank_shell(
     """`scancel --signal=USR1` (what `sbatch --signal` sends before the time limit) reaches each
     program's own handler and ends nothing; `scancel`'s SIGTERM reaches it too, and the program's
     own exit code is recorded."""
-    spec = JobSpec(
-        name="signals",
-        command=["ends.py", "300"],
-        workdir="project",
-        launcher="plain",
-        nodes=2,
-        env={"CATCH": "1"},
-    )
+    spec = ends_job("signals", 300, "plain", {"CATCH": "1"}, nodes=2)
     tracked = submit(backend, settings, spec)
     wait_state(backend, tracked, {JobState.RUNNING})
     wait_for_log(backend, tracked, "rank {rank} up", ranks=2)
@@ -126,13 +136,48 @@ def test_signals_reach_the_program_under_the_rank_shell(
     time.sleep(1)
     still = backend.refresh([tracked.job]).get(tracked.job.id)
     assert still is None or still.state == JobState.RUNNING
-    assert read_rank_exits(job_dir(tracked), 2) == {}  # both programs still run
+    assert {r: runs.ends for r, runs in ended(tracked).items()} == {0: [None], 1: [None]}
 
     tracked.apply(backend.cancel(tracked.job))
     wait_for_log(backend, tracked, "rank {rank} caught SIGTERM", ranks=2)
     deadline = time.monotonic() + 30
-    while len(exits := read_rank_exits(job_dir(tracked), 2)) < 2 and time.monotonic() < deadline:
+    while None in [runs.ends[-1] for runs in ended(tracked).values()]:
+        assert time.monotonic() < deadline, ended(tracked)
         time.sleep(0.3)
-    assert {r: e.code for r, e in exits.items()} == {0: 0, 1: 0}
+    assert {r: [e.code for e in runs.ends if e] for r, runs in ended(tracked).items()} == {
+        0: [0],
+        1: [0],
+    }
     update = backend.refresh([tracked.job])[tracked.job.id]
     assert [(r.state, r.exit_code) for r in update.ranks or []] == [("SUCCEEDED", 0)] * 2
+
+
+def test_torchruns_restarts_are_each_ranks_history(
+    backend: SlurmOrchestrator, settings: HyperPodSettings, program: Path
+) -> None:
+    """`--max-restarts=1`: rank 1 fails once, torchrun stops rank 0 and starts both again; the
+    job succeeds. The restart is seen while the job runs, with the rank that caused it."""
+    spec = ends_job("restarts", 8, "torchrun", {"FAIL_ONCE": "1"}, procs_per_node=2, max_retries=1)
+    tracked = submit(backend, settings, spec)
+    deadline = time.monotonic() + 120
+    while tracked.job.data.get("restarts", 0) < 1:  # as the service polls
+        assert time.monotonic() < deadline, (tracked.job.state, tracked.job.data)
+        tracked.apply(backend.refresh([tracked.job]).get(tracked.job.id))
+        time.sleep(0.3)
+    assert tracked.job.state == JobState.RUNNING  # seen during the second attempt (8 s)
+    assert [(r.restarts, r.state) for r in tracked.ranks or []] == [(1, "RUNNING")] * 2
+    assert rank(tracked, 1).faults == [RankFault(restart=1, node="node1")]
+    assert "restart 1 of the ranks: rank 1 failed first (exit code 3)" in tracked.job.events
+
+    wait_state(backend, tracked, {JobState.SUCCEEDED, JobState.FAILED}, timeout=120)
+    assert (tracked.job.state, tracked.exit_code) == (JobState.SUCCEEDED, 0)
+    assert [(r.restarts, r.exit_code, r.state) for r in tracked.ranks or []] == [
+        (1, 0, "SUCCEEDED")
+    ] * 2
+    assert rank(tracked, 1).faults == [RankFault(restart=1, node="node1")]
+    assert rank(tracked, 0).faults == []
+    first = {r: runs.ends[0] for r, runs in ended(tracked).items()}
+    assert first[1] is not None and first[1].code == 3
+    assert first[0] is not None and first[0].code == 143 and first[0].ended > first[1].ended
+    log = backend.log_reader(tracked.job, 1).read(0, 100_000).decode()
+    assert log.count("rank 1 up") == 2 and "rank 1 done" in log

@@ -13,7 +13,7 @@ import pytest
 
 from jupyter_hyperpod.backends.base import Launch
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
-from jupyter_hyperpod.backends.slurm.rank_exits import read_rank_exits
+from jupyter_hyperpod.backends.slurm.rank_runs import read_rank_runs
 from jupyter_hyperpod.backends.slurm.script import ScriptOptions, render_script
 from jupyter_hyperpod.core.errors import InvalidRequest
 from jupyter_hyperpod.core.models import JobSpec
@@ -197,10 +197,13 @@ def test_every_user_string_reaches_the_program_unchanged(tmp_path: Path) -> None
         assert (seen["MASTER_ADDR"], seen["MASTER_PORT"]) == ("node7", str(20000 + 42))
     assert (job_dir / "exit-code").read_text().strip() == "0"
     assert json.loads(record.read_text())["srun"] == ["--kill-on-bad-exit=1"]
-    # Each rank's own end (rank_exits.py): exit code 0, at a time within this test.
-    ends = read_rank_exits(str(job_dir), world_size=2)
-    assert sorted(ends) == [0, 1] and {end.code for end in ends.values()} == {0}
-    assert all(started <= end.ended <= time.time() for end in ends.values())
+    # Each rank's own run (rank_runs.py): one start, then exit code 0, within this test.
+    runs = read_rank_runs(str(job_dir), world_size=2)
+    assert sorted(runs) == [0, 1]
+    for run in runs.values():
+        end = run.ends[0]
+        assert len(run.starts) == 1 and end is not None and end.code == 0
+        assert started <= run.starts[0] <= end.ended <= time.time()
 
 
 def test_configuration_reaches_the_script(tmp_path: Path) -> None:

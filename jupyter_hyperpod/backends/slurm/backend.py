@@ -27,7 +27,15 @@ from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, Re
 from . import jobs as slurm_jobs
 from .commands import Controller, SlurmCommands, command_error, parse_controllers, parse_key_values
 from .nodes import SINFO_FORMAT, nodes_from_json, nodes_from_text
-from .rank_exits import RankExit, first_failure, read_rank_exits
+from .rank_runs import (
+    RankRuns,
+    apply_runs,
+    attempts,
+    failure_reason,
+    read_attempts,
+    read_rank_runs,
+    restart_event,
+)
 from .script import (
     EXIT_CODE_NAME,
     SCRIPT_NAME,
@@ -358,14 +366,22 @@ class SlurmOrchestrator(Orchestrator):
     def _update_from(self, job: StoredJob, record: slurm_jobs.JobRecord) -> JobUpdate | None:
         state = record.state
         known = _state(job)
+        # The ranks' restarts (rank_runs.py): rank 0's record tells while the job runs; every
+        # rank's record is read for an update once the job was restarted, and when it ends.
+        restarted = state == JobState.RUNNING and _attempts(known) - 1 > known.restarts
         previous = (known.slurm_state, known.slurm_reason, known.nodes)
         now = (record.slurm_state, record.reason, record.nodes or known.nodes)
         new_path = bool(record.stdout) and not known.stdout_known
         new_gpus = bool(record.gpus) and known.gpu_index != record.gpus
         unchanged = state == job.state and now == previous and not state.finished
-        if unchanged and not new_path and not new_gpus:
+        if unchanged and not new_path and not new_gpus and not restarted:
             return None
+        read_runs = restarted or known.restarts > 0 or state.finished
+        runs = _rank_runs(known) if read_runs else {}
+        restarts = max(known.restarts, attempts(runs) - 1)
         facts: dict[str, Any] = {"slurm_state": record.slurm_state, "slurm_reason": record.reason}
+        if restarts != known.restarts:
+            facts["restarts"] = restarts
         if record.nodes:
             facts["nodes"] = record.nodes
         if record.stdout:
@@ -377,19 +393,18 @@ class SlurmOrchestrator(Orchestrator):
         exit_code = record.exit_code
         if state.finished and exit_code is None:
             exit_code = _exit_code_file(merged)
-        events = None
+        new_events = [restart_event(runs, n) for n in range(known.restarts + 1, restarts + 1)]
         if state != job.state:
             reason = f" ({record.reason})" if record.reason else ""
-            events = _with_event(job, f"Slurm: {record.slurm_state}{reason}")
-        exits = _rank_exits(merged) if state.finished else {}
+            new_events.append(f"Slurm: {record.slurm_state}{reason}")
         return JobUpdate(
             state=state,
-            state_reason=_with_first_failure(_state_reason(record), state, exits),
+            state_reason=failure_reason(_state_reason(record), state, runs),
             started=record.start if state != JobState.PENDING else None,
             ended=record.end if state.finished else None,
             exit_code=exit_code if state.finished else None,
-            ranks=_ranks(merged, record.nodes, state, exits),
-            events=events,
+            ranks=apply_runs(_ranks(merged, record.nodes, state), runs, state),
+            events=_with_events(job, new_events) if new_events else None,
             data=data,
         )
 
@@ -405,13 +420,13 @@ class SlurmOrchestrator(Orchestrator):
         else:
             state, code = JobState.FAILED, None
             reason = "Slurm no longer knows this job and it left no exit code (killed or lost)"
-        exits = _rank_exits(known)
+        runs = _rank_runs(known)
         return JobUpdate(
             state=state,
-            state_reason=_with_first_failure(reason, state, exits),
+            state_reason=failure_reason(reason, state, runs),
             ended=time.time(),
             exit_code=code,
-            ranks=_ranks(known, known.nodes, state, exits),
+            ranks=apply_runs(_ranks(known, known.nodes, state), runs, state),
             events=_with_event(job, reason),
             data=SlurmState(slurm_state="UNKNOWN"),
         )
@@ -487,7 +502,11 @@ def _state(job: StoredJob) -> SlurmState:
 
 def _with_event(job: StoredJob, event: str, keep: int = 20) -> list[str]:
     """The job's recent events (kept on the job, once) with one more."""
-    return [*job.events, event][-keep:]
+    return _with_events(job, [event], keep)
+
+
+def _with_events(job: StoredJob, events: list[str], keep: int = 20) -> list[str]:
+    return [*job.events, *events][-keep:]
 
 
 def _json_or_none(text: str) -> dict[str, Any] | None:
@@ -545,49 +564,27 @@ def _exit_code_file(data: SlurmState) -> int | None:
         return None
 
 
-def _rank_exits(data: SlurmState) -> dict[int, RankExit]:
-    """The ranks' own ends, where this machine sees the job directory (rank_exits.py)."""
+def _rank_runs(data: SlurmState) -> dict[int, RankRuns]:
+    """The ranks' records, where this machine sees the job directory (rank_runs.py)."""
     if not data.job_dir_local:
         return {}
-    return read_rank_exits(data.job_dir_local, int(data.world_size or 1))
+    return read_rank_runs(data.job_dir_local, int(data.world_size or 1))
 
 
-def _with_first_failure(
-    reason: str | None, state: JobState, exits: dict[int, RankExit]
-) -> str | None:
-    """Slurm's reason, and which rank failed first where the ranks' records say."""
-    first = first_failure(exits) if state == JobState.FAILED else None
-    if first is None:
-        return reason
-    named = f"rank {first[0]} failed first (exit code {first[1].code})"
-    return f"{reason}: {named}" if reason else named
+def _attempts(data: SlurmState) -> int:
+    return read_attempts(data.job_dir_local) if data.job_dir_local else 0
 
 
-def _ranks(
-    data: SlurmState,
-    nodes: str | None,
-    state: JobState,
-    exits: dict[int, RankExit] | None = None,
-) -> list[RankInfo]:
-    """Each rank's node, log and state; its own exit code and end where its shell recorded them."""
+def _ranks(data: SlurmState, nodes: str | None, state: JobState) -> list[RankInfo]:
     world = int(data.world_size or 1)
     per_node = max(1, int(data.procs_per_node or 1))
     hosts = slurm_jobs.expand_hostlist(nodes)
     job_dir = (data.job_dir or "").rstrip("/")
-    exits = exits or {}
     ranks = []
     for rank in range(world):
         node = None
         if hosts:  # srun and torchrun's static rendezvous both place ranks in node blocks
             node = hosts[min(rank // per_node, len(hosts) - 1)]
         log = data.stdout if rank == 0 else f"{job_dir}/{rank_log_name(rank)}"
-        info = RankInfo(rank=rank, node=node, state=state.value, log=log)
-        done = exits.get(rank)
-        if done is not None:
-            info.exit_code, info.ended = done.code, done.ended
-            if done.code == 0:
-                info.state = JobState.SUCCEEDED.value
-            elif state != JobState.CANCELLED:
-                info.state = JobState.FAILED.value
-        ranks.append(info)
+        ranks.append(RankInfo(rank=rank, node=node, state=state.value, log=log))
     return ranks

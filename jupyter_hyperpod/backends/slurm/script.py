@@ -7,9 +7,10 @@ them from SLURM_PROCID / SLURM_LOCALID / SLURM_NTASKS. Rank 0 writes to the job'
 (Slurm's StdOut, with the launcher's messages); every other rank to `rank-<N>.log` beside it.
 Every user string goes through shell quoting.
 
-Slurm records one end for a step, the same for all of its tasks, so the rank shell records each
-rank's own: it runs the program as its child, not by `exec`, and writes `rank-<N>.exit` ("<exit
-code> <Unix time>") when the program ends. That says which rank failed first. Signals still
+Slurm records one end for a step, the same for all of its tasks, and no restart inside it, so the
+rank shell records each rank's own: it runs the program as its child, not by `exec`, and appends
+to `rank-<N>.runs` when the program starts and when it ends (rank_runs.py). That says which rank
+failed first, and how often the ranks were restarted. Signals still
 reach the program: Slurm (scancel, the time limit, `--signal`, `--kill-on-bad-exit`) signals
 every process of the step and torchrun the rank's whole session, so the program gets them as
 before; the shell traps them only so that it outlives the program, then ends the way the program
@@ -32,22 +33,29 @@ EXIT_CODE_NAME = "exit-code"
 PORT_BASE = 20000
 PORT_RANGE = 20000
 RANK_REDIRECT = '[ "$RANK" = 0 ] || exec >>"$HYPERPOD_RANK_LOG_DIR/rank-$RANK.log" 2>&1'
-RANK_EXIT_SUFFIX = ".exit"
+RANK_RUNS_SUFFIX = ".runs"
+# The rank's record (rank_runs.py): `start - <time>` before the program, `end <code> <time>` after.
+# The time is bash's own, EPOCHREALTIME (bash 5), else printf's %(%s)T (bash 4.2, whole seconds):
+# no `$(` and no child while the traps are set, because a trap that runs while bash expands a `$(`
+# breaks the parse (bash 5.2, with signals that come in bursts) and the signals would end a child
+# such as date(1). The function's name is no program's: bash finds functions before PATH.
+_RECORD = (
+    'hyperpod_record() { if [ -n "${EPOCHREALTIME:-}" ]; then printf "%s %s %s\\n" "$1" "$2"'
+    ' "$EPOCHREALTIME"; else printf "%s %s %(%s)T\\n" "$1" "$2" -1; fi'
+    ' >>"$HYPERPOD_RANK_LOG_DIR/rank-$RANK.runs"; }'
+)
 # Signals 1-15 all end a process by default (signal(7)); trapped by a command (not ignored), they
 # are reset to the default in the program (bash(1), COMMAND EXECUTION ENVIRONMENT), and bash runs
-# the trap only once its foreground child has ended. While the traps are set, no `$(` and no
-# child: a trap that runs while bash expands a `$(` breaks the parse (bash 5.2, seen with signals
-# that come in bursts), and the signals would end a child such as date(1). So the time is bash's
-# own: EPOCHREALTIME (bash 5), else printf's %(%s)T (bash 4.2, whole seconds). One `{ }` group,
-# parsed whole before the program runs. No `$$`: torchrun reads its arguments as a
-# string.Template (torch/distributed/elastic/utils/api.py, `macros`), which turns `$$` into `$`.
+# the trap only once its foreground child has ended. One `{ }` group, parsed whole before the
+# program runs. No `$$`: torchrun reads its arguments as a string.Template
+# (torch/distributed/elastic/utils/api.py, `macros`), which turns `$$` into `$`.
 _TRAPPED = "HUP INT QUIT USR1 USR2 ALRM TERM"
 RANK_RUN = [
-    f"{{ trap : {_TRAPPED}",
+    _RECORD,
+    f"{{ hyperpod_record start -; trap : {_TRAPPED}",
     '  "$@"',
     "  status=$?",
-    '  if [ -n "${EPOCHREALTIME:-}" ]; then printf "%s %s\\n" "$status" "$EPOCHREALTIME"',
-    '  else printf "%s %(%s)T\\n" "$status" -1; fi >"$HYPERPOD_RANK_LOG_DIR/rank-$RANK.exit"',
+    '  hyperpod_record end "$status"',
     f"  trap - {_TRAPPED}",
     # Ended by signal N (status 128+N): end by the same signal, as `exec` would have.
     '  [ "$status" -gt 128 ] && [ "$status" -le 143 ] && ulimit -c 0'
@@ -73,9 +81,9 @@ def rank_log_name(rank: int) -> str:
     return f"rank-{rank}.log"
 
 
-def rank_exit_name(rank: int) -> str:
-    """Where the rank shell records how and when the rank's program ended."""
-    return f"rank-{rank}{RANK_EXIT_SUFFIX}"
+def rank_runs_name(rank: int) -> str:
+    """Where the rank shell records when the rank's program started and how and when it ended."""
+    return f"rank-{rank}{RANK_RUNS_SUFFIX}"
 
 
 def output_path(job_dir: str, slurm_id: str | None = None) -> str:
@@ -178,8 +186,8 @@ def render_script(launch: Launch, options: ScriptOptions) -> tuple[str, list[str
     if torchrun:
         lines += [
             "# Each rank (started by torchrun, which sets RANK, LOCAL_RANK, WORLD_SIZE...):",
-            "# rank 0 writes to the job's output, the others to their own log; rank-N.exit",
-            "# records how and when the rank's program ended.",
+            "# rank 0 writes to the job's output, the others to their own log; rank-N.runs",
+            "# records when the rank's program started, and how and when it ended.",
             "RANK_SHELL='" + RANK_REDIRECT,
             *RANK_RUN[:-1],
             RANK_RUN[-1] + "'",
@@ -209,8 +217,8 @@ def render_script(launch: Launch, options: ScriptOptions) -> tuple[str, list[str
     else:
         lines += [
             "# Each rank (one srun task): torch.distributed variables from Slurm's; rank 0 writes",
-            "# to the job's output, the others to their own log; rank-N.exit records how and",
-            "# when the rank's program ended.",
+            "# to the job's output, the others to their own log; rank-N.runs records when the",
+            "# rank's program started, and how and when it ended.",
             "RANK_SHELL='export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID"
             f" WORLD_SIZE=$SLURM_NTASKS LOCAL_WORLD_SIZE={spec.procs_per_node}",
             RANK_REDIRECT,

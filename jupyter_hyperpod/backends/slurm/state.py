@@ -32,6 +32,8 @@ class SlurmState(StrictState):
     slurm_reason: str | None = None
     nodes: str | None = None
     """The node list Slurm gave the job."""
+    restarts: int = 0
+    """How often the job's ranks were restarted so far, from their records (rank_runs.py)."""
     gpu_index: dict[str, list[str]] | None = None
     """The GPUs the job holds on each node ({node: [index]}, from `scontrol -d show job`)."""
     workdir: str | None = None
