@@ -24,10 +24,14 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 from common import columns, free_port, median, timed_pair  # noqa: E402
+
+if TYPE_CHECKING:
+    from jupyter_hyperpod.backends.base import StoredJob
 
 CLUSTER = ROOT / "scripts" / "slurm-test-cluster.sh"
 
@@ -119,9 +123,10 @@ class Direct:
         )
         self.count = 0
 
-    def submit(self, command: list[str]) -> object:
+    def submit(self, command: list[str]) -> StoredJob:
         """One job (the script, then sbatch); returns it as the service keeps it."""
         from jupyter_hyperpod.backends.base import Launch, StoredJob
+        from jupyter_hyperpod.backends.slurm.state import SlurmState
         from jupyter_hyperpod.core.models import JobSpec, JobState
 
         self.count += 1
@@ -145,24 +150,24 @@ class Direct:
             backend_id=update.backend_id,
             created=time.time(),
             started=None,
-            data=update.data or {},
+            data=SlurmState.load(update.data),
         )
 
     def status_rows(self, rounds: int, jobs: int) -> tuple[list[float], list[float]]:
         """One batched refresh of `jobs` queued jobs vs one `squeue -j` per job."""
         stored = [self.submit(["sleep", "300"]) for _ in range(jobs)]
-        ids = [job.backend_id for job in stored]  # type: ignore[attr-defined]
+        ids = [job.backend_id or "" for job in stored]
         time.sleep(2)  # let them start, and keep what the first refresh learns, as the service does
-        for job_id, update in self.backend.refresh(stored).items():  # type: ignore[arg-type]
-            job = next(job for job in stored if job.id == job_id)  # type: ignore[attr-defined]
-            job.state = update.state or job.state  # type: ignore[attr-defined]
-            job.data.update(update.data or {})  # type: ignore[attr-defined]
+        for job_id, update in self.backend.refresh(stored).items():
+            job = next(job for job in stored if job.id == job_id)
+            job.state = update.state or job.state
+            job.data = job.data.merged(update.data)
 
         def one_by_one() -> None:
             for slurm_id in ids:
                 run(["squeue", "-h", "-j", slurm_id])
 
-        return timed_pair(rounds, lambda: self.backend.refresh(stored), one_by_one)  # type: ignore[arg-type]
+        return timed_pair(rounds, lambda: self.backend.refresh(stored), one_by_one)
 
 
 def run(command: list[str]) -> str:
