@@ -249,6 +249,10 @@ async def test_cli_against_a_server(jp_serverapp: Any, jp_fetch: Any, steps_scri
 
 KERNEL = textwrap.dedent(
     """
+    import signal
+    # Ctrl-C raises KeyboardInterrupt while a cell runs, as in ipykernel (kernelbase.py
+    # pre_handler_hook), even where the kernel was started with SIGINT ignored (a background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from IPython.core.interactiveshell import InteractiveShell
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "jupyter_hyperpod")

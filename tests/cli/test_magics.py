@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import _thread
 import re
+import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +128,18 @@ def test_help_for_every_verb(shell: Any, capsys: pytest.CaptureFixture[str]) -> 
         assert capsys.readouterr().out.count(f"usage: %hyperpod {verb}") == 1
 
 
+@pytest.fixture
+def cell_sigint() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt while a cell runs, as in ipykernel (kernelbase.py
+    pre_handler_hook), even where pytest was started with SIGINT ignored (a background job)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("cell_sigint")
 def test_interrupt_stops_following_never_the_job(
     shell: Any, steps_script: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
