@@ -21,7 +21,8 @@ run mypy
 step "Python tests (pytest)"
 set +e
 # One rerun for a test that lost a timing race on a loaded 2-core runner: a real failure fails
-# twice, and every rerun is listed in the summary (R) so that a flaky test stays visible.
+# twice, and every rerun is listed in the summary (R), with what its first attempt failed on
+# (tests/conftest.py), so that a flaky test stays visible and can be mended.
 HYPERPOD_STRICT_COLLECTION=1 python -m pytest -ra --reruns 1 "$@"
 code=$?
 set -e

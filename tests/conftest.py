@@ -36,6 +36,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """What each rerun test failed on first (`--reruns 1` in scripts/test.sh): the summary's R
+    says only that it was rerun, and a flaky test is only mended by its error."""
+    reruns = terminalreporter.stats.get("rerun", [])
+    if reruns:
+        terminalreporter.section("reruns: what the first attempt failed on")
+        for report in reruns:
+            terminalreporter.line(f"{report.nodeid} ({report.when}):")
+            terminalreporter.line(report.longreprtext[-3000:])
+
+
 USER = "alice"
 
 
