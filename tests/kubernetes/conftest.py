@@ -113,6 +113,14 @@ def controller(k8s: EmulatorThread, kubeconfig: Path) -> Iterator[Controller]:
     api.close()
 
 
+def program_lines(text: str, rank: int, world: int) -> list[str]:
+    """The program's own lines in a rank's log. The pod's log also holds what its launcher
+    prints: torchrun's agent logs "Error waiting on exit barrier" with a traceback when the
+    agent that holds the store ended first (torch/distributed/elastic/agent/server/api.py,
+    `_exit_barrier`), a race between the pods that the real operators have too."""
+    return [line for line in text.splitlines() if line.startswith(f"rank {rank}/{world} ")]
+
+
 def make_settings(fs_root: Path, kubeconfig: Path, **traits: Any) -> HyperPodSettings:
     config = Config()
     config.HyperPodSettings.shared_fs_root = str(fs_root)
