@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...core.models import JobState, RankFault, RankInfo
-from .script import RANK_RUNS_SUFFIX
+from .script import RANK_RUNS_SUFFIX, rank_runs_name
 
 _RECORD_NAME = re.compile(r"rank-(\d+)" + re.escape(RANK_RUNS_SUFFIX))
 _MAX_READ = 1 << 20  # 30 bytes a line: a rank restarted ~17,000 times
@@ -111,7 +111,7 @@ def read_attempts(job_dir: str) -> int:
     """How often the job's ranks were started, from rank 0's record alone: every restart starts
     every rank again. Cheap enough for every status refresh of a running job."""
     try:
-        with open(os.path.join(job_dir, f"rank-0{RANK_RUNS_SUFFIX}"), encoding="utf-8") as record:
+        with open(os.path.join(job_dir, rank_runs_name(0)), encoding="utf-8") as record:
             return len(parse_rank_runs(record.read(_MAX_READ)).starts)
     except OSError:
         return 0
