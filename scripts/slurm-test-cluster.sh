@@ -7,11 +7,16 @@
 # daemons (node1..nodeN, all on 127.0.0.1 with their own port), each with fake GPUs: GRES `gpu`
 # backed by /dev/null symlinks, which Slurm counts and allocates like real devices.
 # Runs as root without systemd; the config goes to /etc/slurm, as on a real login node.
+# The cluster's saved state is its own (SLURM_STATE_DIR): not Debian's shared
+# /var/lib/slurm/slurmctld, where another Slurm's `clustername` file would stop slurmctld with
+# "CLUSTER NAME MISMATCH".
 #
 # Environment (start):
 #   SLURM_NODES=4  GPUS_PER_NODE=4  CPUS_PER_NODE=4  GPU_TYPE=fake  MIN_JOB_AGE=300
 #   NODE_FEATURES=     node features, e.g. ml.g5.12xlarge to look like a HyperPod instance type
 #   SLURM_DBD=0        1: MariaDB + slurmdbd, so that sacct works (installs slurmdbd, mariadb-server)
+#   SLURM_CLUSTER_NAME=hyperpod-test
+#   SLURM_STATE_DIR=/var/lib/hyperpod-slurm/slurmctld   slurmctld's StateSaveLocation (owned here)
 # `stop-controller` / `start-controller` stop and restart slurmctld alone, keeping its saved state
 # (running jobs survive), to test what clients do while the controller is away.
 set -euo pipefail
@@ -24,9 +29,10 @@ MIN_JOB_AGE=${MIN_JOB_AGE:-300}
 FEATURES=${NODE_FEATURES:-}
 DBD=${SLURM_DBD:-0}
 
+CLUSTER=${SLURM_CLUSTER_NAME:-hyperpod-test}
 CONF=/etc/slurm
 LOGS=/var/log/slurm
-STATE=/var/lib/slurm/slurmctld
+STATE=${SLURM_STATE_DIR:-/var/lib/hyperpod-slurm/slurmctld}
 FAKE_DEV=/var/lib/slurm/fakegpu
 RUN=/run/hyperpod-slurm
 MARK='# hyperpod-slurm-test'
@@ -100,7 +106,7 @@ start_munge() {
 slurm_conf() {
   cat <<EOF
 # Written by jupyter-hyperpod's scripts/slurm-test-cluster.sh: $NODES nodes on this machine.
-ClusterName=hyperpod-test
+ClusterName=$CLUSTER
 SlurmctldHost=localhost
 SlurmUser=slurm
 AuthType=auth/munge
@@ -243,6 +249,12 @@ start() {
   stop_slurm
   cp "$work"/*.conf "$CONF/"
   rm -rf "$work"
+  # The state directory is ours: a ClusterName it recorded before (another version of this
+  # script, another CLUSTER) is forgotten with the rest of the state (slurmctld -c).
+  if [ -e "$STATE/clustername" ] && [ "$(cat "$STATE/clustername")" != "$CLUSTER" ]; then
+    log "forgetting the state of cluster '$(cat "$STATE/clustername")' in $STATE"
+    rm -f "$STATE/clustername"
+  fi
   : >"$LOGS/jobcomp.log"
   chown slurm "$LOGS/jobcomp.log"
   local i g
