@@ -133,19 +133,57 @@ export function groupParams(
     }));
 }
 
-/** Why a job name is not valid, or null. */
+const SPOKEN: Record<string, string> = {
+  ' ': 'a space',
+  '\t': 'a tab',
+  '\n': 'a line break'
+};
+
+function listed(chars: string[]): string {
+  const words = chars.map(char => SPOKEN[char] ?? `'${char}'`);
+  return words.length === 1
+    ? words[0]
+    : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`;
+}
+
+/**
+ * Why a job name is not valid, or null: the characters that are wrong, in the server's words
+ * (jupyter_hyperpod/core/names.py), so the form says the same before and after a submit.
+ */
 export function validateName(name: string): string | null {
   if (!name) {
     return 'A job needs a name.';
   }
   if (name.length > 52) {
-    return 'At most 52 characters.';
+    return `At most 52 characters (${name.length} given).`;
   }
-  if (/[A-Z]/.test(name)) {
-    return 'Use lowercase letters only.';
+  const upper: string[] = [];
+  const bad: string[] = [];
+  for (const char of name) {
+    const seen = /[A-Z]/.test(char)
+      ? upper
+      : /[a-z0-9-]/.test(char)
+        ? null
+        : bad;
+    if (seen && !seen.includes(char)) {
+      seen.push(char);
+    }
+  }
+  const problems: string[] = [];
+  if (upper.length) {
+    problems.push(`${listed(upper)} must be lowercase`);
+  }
+  if (bad.length) {
+    problems.push(
+      `${listed(bad)} ${bad.length === 1 ? 'is' : 'are'} not allowed`
+    );
+  }
+  if (problems.length) {
+    const text = problems.join('; ');
+    return `${text[0].toUpperCase()}${text.slice(1)} (a job name takes lowercase letters, digits and '-').`;
   }
   if (!JOB_NAME.test(name)) {
-    return "Use lowercase letters, digits and '-', starting and ending with a letter or digit.";
+    return "Start and end with a letter or digit, not '-'.";
   }
   return null;
 }

@@ -159,6 +159,10 @@ export interface ITemplateParam {
   minimum: number | null;
   maximum: number | null;
   group: string;
+  /** For paths: must name an existing file or directory of the partition. */
+  must_exist?: boolean;
+  /** For paths: the program a rank runs (a file, executable unless a .py script). */
+  program?: boolean;
 }
 
 export interface ITemplateInfo {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from .names import name_problem
+
 
 class HyperPodError(Exception):
     """Base error: `code` is stable for clients, `message` is for a person, `field` names the input."""
@@ -91,7 +93,7 @@ def validation_error(error: ValidationError, prefix: str = "") -> InvalidRequest
     elif first["type"] == "extra_forbidden":
         message = "unknown field"
     elif first["type"] == "string_pattern_mismatch" and field == "name":
-        message = "use lowercase letters, digits and '-', starting and ending with a letter or digit (max 52)"
+        message = name_problem(str(first.get("input", ""))) or message
     if prefix and field:
         field = f"{prefix}{field}"
     return InvalidRequest(f"{field}: {message}" if field else message, field=field)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 
+from .errors import InvalidRequest
 from .models import JobSpec
 
 
@@ -14,6 +17,21 @@ def program_argv(command: Sequence[str], python: str) -> list[str]:
     if argv[0].endswith(".py"):
         return [python, *argv]
     return argv
+
+
+def check_program(path: Path, shown: str, field: str) -> None:
+    """A rank can start `path` as `program_argv` would: a file, and executable unless a `.py`
+    script (without this, the job is accepted and every rank fails "Permission denied")."""
+    if path.is_dir():
+        raise InvalidRequest(
+            f"'{shown}' is a directory: choose the script or program inside it", field=field
+        )
+    if not path.name.endswith(".py") and not os.access(path, os.X_OK):
+        raise InvalidRequest(
+            f"'{shown}' is not executable: make it so (chmod +x {shlex.quote(shown)}), "
+            "or run a .py script, which runs under Python",
+            field=field,
+        )
 
 
 def uses_torchrun(spec: JobSpec, *, multi_node_cluster: bool) -> bool:

@@ -298,6 +298,10 @@ class TemplateParam(BaseModel):
     must_exist: bool = Field(
         False, description="For paths: must name an existing file or directory of the partition"
     )
+    program: bool = Field(
+        False,
+        description="For paths: the program a rank runs: a file, executable unless a .py script",
+    )
 
 
 class TemplateInfo(BaseModel):

@@ -27,6 +27,7 @@ PARAMS = [
         type="path",
         required=True,
         must_exist=True,
+        program=True,
         group="job",
         description="Script or program in the partition, e.g. project/train.py",
     ),

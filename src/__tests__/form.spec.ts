@@ -96,10 +96,17 @@ describe('validation as the user types', () => {
   it('checks job names as Kubernetes and Slurm accept them', () => {
     expect(validateName('train-1')).toBeNull();
     expect(validateName('')).toMatch(/needs a name/);
-    expect(validateName('Train')).toMatch(/lowercase/);
-    expect(validateName('-train')).toMatch(/starting and ending/);
-    expect(validateName('a_b')).toMatch(/letters, digits/);
-    expect(validateName('a'.repeat(53))).toMatch(/At most 52/);
+    expect(validateName('Train')).toMatch(/^'T' must be lowercase/);
+    expect(validateName('-train')).toBe(
+      "Start and end with a letter or digit, not '-'."
+    );
+    expect(validateName('a_b')).toMatch(/^'_' is not allowed/);
+    expect(validateName('Bad Name!')).toBe(
+      "'B' and 'N' must be lowercase; a space and '!' are not allowed (a job name takes lowercase letters, digits and '-')."
+    );
+    expect(validateName('a'.repeat(53))).toBe(
+      'At most 52 characters (53 given).'
+    );
   });
 
   it('checks numbers, bounds, choices and required fields', () => {
@@ -123,7 +130,7 @@ describe('validation as the user types', () => {
     expect(
       validateForm(template, { template: 'qlora', name: 'Bad', values })
     ).toEqual({
-      name: 'Use lowercase letters only.',
+      name: "'B' must be lowercase (a job name takes lowercase letters, digits and '-').",
       script: 'Script is required.',
       nodes: 'At least 1.'
     });

@@ -103,7 +103,10 @@ async def test_errors_are_typed_with_the_server_message(
 ) -> None:
     with pytest.raises(InvalidRequest) as bad:
         await off_loop(client.submit, name="Bad Name", command=["x.py"])
-    assert bad.value.field == "name" and bad.value.message.startswith("name: use lowercase letters")
+    assert bad.value.field == "name" and bad.value.message == (
+        "name: 'B' and 'N' must be lowercase; a space is not allowed"
+        " (a job name takes lowercase letters, digits and '-')"
+    )
 
     with pytest.raises(InvalidRequest) as template:
         await off_loop(

@@ -146,7 +146,7 @@ async def test_arguments_never_pass_through_a_shell(
         ),
         ({"name": "x", "command": []}, "command", "at least 1"),
         ({"name": "x", "command": [""]}, "command", "needs a program"),
-        ({"name": "Bad Name!", "command": ["ls"]}, "name", "lowercase letters"),
+        ({"name": "Bad Name!", "command": ["ls"]}, "name", "a space and '!' are not allowed"),
         ({"name": "x", "command": ["ls"], "workdir": "../.."}, "workdir", "above your partition"),
         ({"name": "x", "command": ["ls"], "workdir": "missing"}, "workdir", "does not exist"),
         ({"name": "x", "command": ["ls"], "nodes": 2}, "nodes", "one node"),
