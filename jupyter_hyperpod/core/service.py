@@ -42,6 +42,7 @@ from .errors import (
     NotFound,
     validation_error,
 )
+from .launch import check_program
 from .logprotocol import Follow, follow_events, settle
 from .models import (
     AwsCluster,
@@ -360,8 +361,11 @@ class HyperPodService:
             value = values.get(param.name)
             if param.type == "path" and param.must_exist and value:
                 field = f"params.{param.name}"
-                if not self.partition.resolve(str(value), field=field).exists():
+                path = self.partition.resolve(str(value), field=field)
+                if not path.exists():
                     raise InvalidRequest(f"'{value}' does not exist in your partition", field=field)
+                if param.program:
+                    check_program(path, str(value), field)
 
     def _launch(self, spec: JobSpec, job_id: str) -> Launch:
         if not spec.workdir and not self.partition.root.exists():
