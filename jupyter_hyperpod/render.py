@@ -22,7 +22,6 @@ from .core.models import (
     Rendered,
     TemplateInfo,
 )
-from .terminal_text import TerminalText
 
 STATE_COLORS = {
     "PENDING": "#9a6700",
@@ -406,8 +405,8 @@ class RichRendered(Shown, Rendered):
         return cls.model_construct(**dict(rendered))
 
 
-class LogText(TerminalText):
-    """A log snapshot, shown as a terminal would show it, with the offset to follow from."""
+class LogText(str):
+    """A log snapshot: a str that shows as raw text, with the offset to follow from."""
 
     snapshot: LogSnapshot
 
@@ -415,6 +414,12 @@ class LogText(TerminalText):
         value = super().__new__(cls, snapshot.text)
         value.snapshot = snapshot
         return value
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self).rstrip("\n"))
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
 
 
 class Message(str):

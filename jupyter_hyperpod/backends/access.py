@@ -2,26 +2,17 @@
 
 The server may run as another user than the one whose queue it shows (root in a container, a
 service account): a log of someone else's job is shown only when the cluster's own permissions
-let this user read it, never because this process happens to be able to.
+let this user read it, never because this process happens to be able to. A user this machine
+cannot resolve to a POSIX account gets nothing (fail closed), whatever this process may read.
 """
 
 from __future__ import annotations
 
-import grp
 import os
 import pwd
 import stat
-from functools import lru_cache
 
-
-@lru_cache(maxsize=256)
-def _identity(user: str) -> tuple[int, frozenset[int]] | None:
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
-        return None
-    groups = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
-    return entry.pw_uid, frozenset(groups)
+from ..core.identity import Account, Identity
 
 
 def _allowed(info: os.stat_result, uid: int, gids: frozenset[int], bit: int) -> bool:
@@ -35,30 +26,29 @@ def _allowed(info: os.stat_result, uid: int, gids: frozenset[int], bit: int) -> 
     return bool(info.st_mode & (bit >> 6))
 
 
-def readable_by(path: str | None, user: str) -> tuple[bool, str | None]:
-    """Can `user` read `path`? Checked with the file's owner, group and mode (and every parent
-    directory's search bit) as the kernel would, whatever user this server runs as; a user this
-    machine does not know gets what this process may read."""
+def readable_by(
+    path: str | None, reader: Account | None, unknown: str = "this user is unknown here"
+) -> tuple[bool, str | None]:
+    """Can `reader` read `path`? Checked with the file's owner, group and mode (and every parent
+    directory's search bit) as the kernel would, whatever user this server runs as. No account
+    (a name this machine cannot resolve): refused with `unknown` as the reason."""
+    if reader is None:
+        return False, unknown
     if not path:
         return False, "the job writes no output file (not a batch job)"
     try:
         info = os.stat(path)
     except OSError:
         return False, f"no log yet at {path}"
-    identity = _identity(user)
-    if identity is None:
-        if os.access(path, os.R_OK):
-            return True, None
-        return False, f"{path} is not readable here"
-    uid, gids = identity
     parent = os.path.dirname(os.path.abspath(path))
-    blocked = _blocked_parent(parent, uid, gids)
+    blocked = _blocked_parent(parent, reader.uid, reader.gids)
     if blocked:
-        return False, f"{user} may not enter {blocked} (permissions)"
-    if not _allowed(info, uid, gids, stat.S_IRUSR):
+        return False, f"{reader.name} may not enter {blocked} (permissions)"
+    if not _allowed(info, reader.uid, reader.gids, stat.S_IRUSR):
         return (
             False,
-            f"{user} may not read {path} (owner {_owner(info)}, mode {info.st_mode & 0o777:o})",
+            f"{reader.name} may not read {path} (owner {_owner(info)}, "
+            f"mode {info.st_mode & 0o777:o})",
         )
     if not os.access(path, os.R_OK):
         return False, f"{path} is not readable by this server"
@@ -86,11 +76,12 @@ def _owner(info: os.stat_result) -> str:
         return str(info.st_uid)
 
 
-def log_access(path: str | None, user: str, owner: str) -> tuple[bool, str | None]:
-    """A queue row's log: my own jobs' logs are read by this server as it reads any of my jobs'
-    (it acts as me); someone else's only where the file's permissions let me read it."""
-    if owner != user:
-        return readable_by(path, user)
+def log_access(path: str | None, identity: Identity, mine: bool) -> tuple[bool, str | None]:
+    """A queue row's log: my own jobs' logs (mine as the cluster sees it: `Identity`) are read by
+    this server as it reads any of my jobs' (it runs as me); someone else's only where the file's
+    permissions let my account read it, and never when my account is unknown here."""
+    if not mine:
+        return readable_by(path, identity.reader, identity.unresolved)
     if not path:
         return False, "the job writes no output file (not a batch job)"
     if not os.path.exists(path):

@@ -76,6 +76,8 @@ class LocalState(StrictState):
     pgid: str | None = None
     gpus: list[int] = []
     """The GPU indexes given to the job (CUDA_VISIBLE_DEVICES)."""
+    uid: int | None = None
+    """The uid the job's processes run as (this server's): whose job it is in the queue."""
 
     @property
     def path(self) -> Path:
@@ -207,7 +209,11 @@ class LocalOrchestrator(Orchestrator):
             "gpus_per_node": launch.spec.gpus_per_node,
         }
         (job_dir / LAUNCH_FILE).write_text(json.dumps(payload), encoding="utf-8")
-        facts: dict[str, Any] = {"job_dir": str(job_dir), "world_size": launch.spec.world_size}
+        facts: dict[str, Any] = {
+            "job_dir": str(job_dir),
+            "world_size": launch.spec.world_size,
+            "uid": self.identity.uid,
+        }
         ranks = [
             RankInfo(
                 rank=r,

@@ -15,6 +15,7 @@ from ..core.store import JobStore
 from .access import log_access
 
 if TYPE_CHECKING:
+    from ..core.identity import Identity
     from .local import LocalOrchestrator
 
 SOURCE = "job store"
@@ -29,9 +30,13 @@ def _store(path: str) -> JobStore:
         return _stores[path]
 
 
-def row_from_job(job: Job, data: dict[str, Any], user: str, waiting: str) -> QueueJob:
+def row_from_job(job: Job, data: dict[str, Any], identity: Identity, waiting: str) -> QueueJob:
+    """One stored job; mine when its processes run as this server's uid (the OS user), recorded
+    at submit (`LocalState.uid`): a row without it is nobody's here."""
     log = str(Path(data["job_dir"]) / "rank-0.log") if data.get("job_dir") else None
-    readable, why = log_access(log, user, job.user)
+    uid = data.get("uid")
+    mine = identity.owns_uid(uid if isinstance(uid, int) else None)
+    readable, why = log_access(log, identity, mine)
     return QueueJob(
         id=job.id,
         name=job.name,
@@ -46,8 +51,8 @@ def row_from_job(job: Job, data: dict[str, Any], user: str, waiting: str) -> Que
         partition="local",
         submitted=job.created,
         started=job.started,
-        mine=job.user == user,
-        job_id=job.id if job.user == user else None,
+        mine=mine,
+        job_id=job.id if mine else None,
         logs_readable=readable,
         logs_reason=why,
         log=log,
@@ -59,8 +64,8 @@ def list_queue(backend: LocalOrchestrator) -> QueueSnapshot:
     rows = store.everyone(
         orchestrator="local", cluster=backend.cluster_name(), states=list(ACTIVE_STATES)
     )
-    user = str(backend.settings.user)
+    identity = backend.identity
     return QueueSnapshot(
-        jobs=[row_from_job(job, data, user, backend._queue_reason()) for job, _, data in rows],
+        jobs=[row_from_job(job, data, identity, backend._queue_reason()) for job, _, data in rows],
         source=SOURCE,
     )

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 from traitlets.config import LoggingConfigurable
 
 from .api import DiagnosticCheck
+from .identity import Identity, identity_of
 from .models import Capabilities, JobSpec, JobState, Node, RankInfo, WatchCacheStatus
 from .queue import Adoption, QueueJob, QueueSnapshot
 from .state import BackendState, register_state
@@ -185,9 +186,12 @@ class Orchestrator(LoggingConfigurable):
         if "State" in cls.__dict__ and "kind" in cls.__dict__:
             register_state(cls.kind, cls.State)
 
-    def __init__(self, *, settings: Any, **kwargs: Any) -> None:
+    def __init__(self, *, settings: Any, identity: Identity | None = None, **kwargs: Any) -> None:
         super().__init__(parent=settings, **kwargs)
         self.settings = settings
+        self.identity = identity or identity_of(settings)
+        """Who the user is, as this cluster sees it (`core/identity.py`): "mine", adoption,
+        cancel and others' logs use it, never a display name compared with a POSIX one."""
 
     def cluster_name(self) -> str:
         raise NotImplementedError

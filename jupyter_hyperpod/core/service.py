@@ -108,6 +108,8 @@ class HyperPodService:
             self.partition.ensure()
         self.store = JobStore(settings.job_store)
         self.orchestrator = orchestrator or self.adapters.orchestrator(settings)
+        self.identity = self.orchestrator.identity
+        """Who the user is (`core/identity.py`): one object, the backends' too."""
         self.cluster_root = PurePosixPath(
             settings.cluster_fs_root
             or self.orchestrator.default_cluster_fs_root
@@ -148,7 +150,7 @@ class HyperPodService:
         failure leaves the service as it was; jobs stay scoped to their orchestrator and cluster.
         The new cluster's name is asked before the switch too: a read never finds it unknown
         (it would ask the backend then, on the server's loop: `reads_wait`)."""
-        new = backend_class(kind)(settings=self.settings, **traits)
+        new = backend_class(kind)(settings=self.settings, identity=self.identity, **traits)
         try:
             name = new.cluster_name()
         except BaseException:

@@ -18,8 +18,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from jupyter_hyperpod.backends.local import LocalOrchestrator
 from jupyter_hyperpod.client import HyperPodClient
 from jupyter_hyperpod.core.errors import Forbidden, InvalidRequest
+from jupyter_hyperpod.core.identity import Identity, account_named
 from jupyter_hyperpod.core.models import JobState
 from jupyter_hyperpod.core.service import HyperPodService
 from jupyter_hyperpod.core.settings import HyperPodSettings
@@ -38,16 +40,25 @@ def users() -> None:
         _ensure_user(name)
 
 
-def server_of(user: str, fs_root: Path, store: Path) -> HyperPodService:
+def server_of(user: str, fs_root: Path, store: Path, *, as_uid: bool = False) -> HyperPodService:
+    """`user`'s server. The local queue's "mine" is the OS user the jobs run as: `as_uid` gives
+    the server that user's uid as its identity (this test process is root for both servers;
+    the real thing, a server process per user, is tests/queue/test_identity_matrix.py)."""
+    settings = HyperPodSettings(
+        orchestrator="local",
+        shared_fs_root=str(fs_root),
+        partition="user",
+        user=user,
+        job_store=str(store),
+        local_max_parallel_jobs=2,
+    )
+    if not as_uid:
+        return HyperPodService(settings)
+    account = account_named(user)
+    assert account is not None
+    identity = Identity(name=user, uid=account.uid, login=user, reader=account, source="settings")
     return HyperPodService(
-        HyperPodSettings(
-            orchestrator="local",
-            shared_fs_root=str(fs_root),
-            partition="user",
-            user=user,
-            job_store=str(store),
-            local_max_parallel_jobs=2,
-        )
+        settings, orchestrator=LocalOrchestrator(settings=settings, identity=identity)
     )
 
 
@@ -62,7 +73,7 @@ def fs_root() -> Iterator[Path]:
 
 @pytest.fixture
 def theirs(users: None, fs_root: Path, tmp_path: Path) -> Iterator[HyperPodService]:
-    service = server_of(OTHER, fs_root, tmp_path / "jobs.sqlite")
+    service = server_of(OTHER, fs_root, tmp_path / "jobs.sqlite", as_uid=True)
     # Their partition is theirs alone, as a per-user partition should be.
     info = pwd.getpwnam(OTHER)
     os.chown(service.partition.root, info.pw_uid, info.pw_gid)

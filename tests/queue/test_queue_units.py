@@ -20,7 +20,9 @@ from jupyter_hyperpod.backends.slurm.queue import (
     number,
     parse_queue,
     stdout_path,
+    user_id,
 )
+from jupyter_hyperpod.core.identity import Identity, account_named
 from jupyter_hyperpod.core.models import JobState
 from jupyter_hyperpod.core.queue import QueueJob, explain, parse_states, place_pending, select
 
@@ -31,6 +33,7 @@ RUNNING_2205: dict[str, Any] = {
     "job_id": 1,
     "name": "alicejob",
     "user_name": "qalice",
+    "user_id": 1001,
     "job_state": "RUNNING",
     "state_reason": "None",
     "partition": "debug",
@@ -52,6 +55,7 @@ PENDING_2205: dict[str, Any] = {
     "job_id": 2,
     "name": "bobjob",
     "user_name": "qbob",
+    "user_id": 1002,
     "job_state": "PENDING",
     "state_reason": "Resources",
     "node_count": 4,
@@ -77,9 +81,16 @@ RUNNING_2311: dict[str, Any] = {
 }
 
 
+# In Studio: the profile name is not the POSIX name, and neither is what Slurm compares.
+STUDIO_ALICE = Identity(
+    name="Data-Scientist", uid=1001, login="sagemaker-user", reader=None, source="studio metadata"
+)
+
+
 def test_rows_from_squeue_json_of_both_formats() -> None:
     rows = {
-        r.id: r for r in parse_queue({"jobs": [RUNNING_2205, PENDING_2205, RUNNING_2311]}, "qalice")
+        r.id: r
+        for r in parse_queue({"jobs": [RUNNING_2205, PENDING_2205, RUNNING_2311]}, STUDIO_ALICE)
     }
     running = rows["1"]
     assert (running.state, running.gpus, running.nodes, running.node_list) == (
@@ -101,6 +112,22 @@ def test_rows_from_squeue_json_of_both_formats() -> None:
     assert pending.log == "/tmp/slurm-2.out"  # sbatch's default in the working directory
     newer = rows["3"]
     assert (newer.priority, newer.nodes, newer.gpus, newer.native_state) == (500, 2, 8, "RUNNING")
+    # Mine is munge's uid, whatever the names: the controller may name uid 1001 otherwise,
+    # and a row without a uid is nobody's.
+    renamed = {**RUNNING_2205, "user_name": "Data-Scientist", "user_id": 1002}
+    nameless = {k: v for k, v in RUNNING_2205.items() if k != "user_id"}
+    assert [r.mine for r in parse_queue({"jobs": [renamed, nameless]}, STUDIO_ALICE)] == [
+        False,
+        False,
+    ]
+    # Someone else's log with an account this machine cannot resolve: refused, with the reason.
+    assert not pending.logs_readable and pending.logs_reason == STUDIO_ALICE.unresolved
+
+
+def test_scontrol_user_id() -> None:
+    assert user_id("alice(1001)") == ("alice", 1001)
+    assert user_id("Data Scientist(200001)") == ("Data Scientist", 200001)
+    assert user_id("(null)") == ("(null)", None) and user_id("") == ("", None)
 
 
 def test_numbers_gpus_and_filename_patterns() -> None:
@@ -140,11 +167,14 @@ def test_readable_by_checks_owner_group_other_and_every_directory(files: Path) -
     shared.write_text("x")
     os.chown(shared, bob.pw_uid, bob.pw_gid)
     shared.chmod(0o644)
-    assert readable_by(str(shared), ME) == (True, None)
+    alice, other = account_named(ME), account_named(OTHER)
+    assert readable_by(str(shared), alice) == (True, None)
+    # No account (a name this machine does not know): refused even a world-readable file.
+    assert readable_by(str(shared), None, "who?") == (False, "who?")
     shared.chmod(0o640)  # group bob only: alice is not in it
-    ok, why = readable_by(str(shared), ME)
+    ok, why = readable_by(str(shared), alice)
     assert not ok and why == f"{ME} may not read {shared} (owner {OTHER}, mode 640)"
-    assert readable_by(str(shared), OTHER) == (True, None)
+    assert readable_by(str(shared), other) == (True, None)
     private = files / "private"
     private.mkdir()
     inner = private / "out.log"
@@ -152,8 +182,11 @@ def test_readable_by_checks_owner_group_other_and_every_directory(files: Path) -
     inner.chmod(0o644)
     os.chown(private, bob.pw_uid, bob.pw_gid)
     private.chmod(0o700)
-    assert readable_by(str(inner), ME) == (False, f"{ME} may not enter {private} (permissions)")
-    assert readable_by(str(files / "missing.log"), ME)[1] == f"no log yet at {files}/missing.log"
+    assert readable_by(str(inner), alice) == (
+        False,
+        f"{ME} may not enter {private} (permissions)",
+    )
+    assert readable_by(str(files / "missing.log"), alice)[1] == f"no log yet at {files}/missing.log"
 
 
 def _row(id: str, state: JobState, **fields: Any) -> QueueJob:

@@ -4,6 +4,8 @@ OS users in a terminal, listed from one `squeue --json`, others' read-only, mine
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import subprocess
 import sys
 import time
@@ -25,6 +27,11 @@ from ..test_contract import check
 from .conftest import ME, OTHER, SUBMITTED, SlurmUsers
 
 pytestmark = pytest.mark.slurm
+SERVER_USER = pwd.getpwuid(os.getuid()).pw_name
+"""Whom munge signs this in-process server's Slurm commands as (root here): its jobs are mine.
+ME stays its display name, and the account whose permissions decide others' logs (a root
+server acts for the account its user name names). A server running as a non-root user with a
+Studio profile name: test_identity_matrix.py."""
 
 
 def settings_for(tmp_path: Path, fs_root: Path) -> HyperPodSettings:
@@ -97,9 +104,17 @@ def busy(slurm_users: SlurmUsers) -> dict[str, str]:
         )
     )
     ids["mine_first"] = slurm_users.sbatch(
-        ME, "-J", "alice-first", "-N", "1", "--gres=gpu:1", script="echo mine-started; sleep 60"
+        SERVER_USER,
+        "-J",
+        "alice-first",
+        "-N",
+        "1",
+        "--gres=gpu:1",
+        script="echo mine-started; sleep 60",
     )
-    ids["mine_second"] = slurm_users.sbatch(ME, "-J", "alice-second", "-N", "1", "--gres=gpu:2")
+    ids["mine_second"] = slurm_users.sbatch(
+        SERVER_USER, "-J", "alice-second", "-N", "1", "--gres=gpu:2"
+    )
     # Until the scheduler has looked at them, new jobs wait with reason None.
     wait_until(
         lambda: (
@@ -135,7 +150,7 @@ def test_every_users_jobs_from_one_squeue_json(
     assert not theirs.mine and not theirs.adoptable and theirs.job_id is None
 
     mine = found[busy["mine_first"]]
-    assert (mine.user, mine.state, mine.nodes, mine.gpus) == (ME, JobState.PENDING, 1, 1)
+    assert (mine.user, mine.state, mine.nodes, mine.gpus) == (SERVER_USER, JobState.PENDING, 1, 1)
     assert mine.reason == "Resources" and mine.started is None
     assert mine.mine and mine.adoptable and mine.position == 1
     second = found[busy["mine_second"]]
@@ -167,7 +182,10 @@ def test_my_pending_job_says_where_it_is_and_who_holds_the_gpus(
     assert f"{busy['theirs_private']} bob-private ({OTHER}, 2 nodes, 8 GPUs" in mine.explanation
     second = rows(service)[busy["mine_second"]]
     assert second.explanation is not None and "2nd of 2 pending on debug" in second.explanation
-    assert f"ahead: {busy['mine_first']} alice-first ({ME}, 1 node, 1 GPU)" in second.explanation
+    assert (
+        f"ahead: {busy['mine_first']} alice-first ({SERVER_USER}, 1 node, 1 GPU)"
+        in second.explanation
+    )
     # Others' pending jobs are theirs to explain.
     assert rows(service)[busy["theirs_public"]].explanation is None
 

@@ -4,8 +4,13 @@ list, and adopting a job of mine created with `kubectl apply` (a manifest we did
 What the user may do is asked, not assumed: a SelfSubjectAccessReview (authorization.k8s.io/v1,
 the API `kubectl auth can-i` calls) for `list` on each kind, cluster-wide first, then per
 namespace; for `get pods/log` before a row says its logs are readable. Kubernetes records no
-creator on objects, so a job is "mine" when it carries the `hyperpod.jupyter.org/user` label
-with my name (this extension's jobs do; add it to a kubectl manifest to adopt that job).
+creator on objects (EKS access entries map an IAM role to an RBAC username, managedFields names
+the client program, not a person), so a job is "mine" when it carries the
+`hyperpod.jupyter.org/user` label with my name (`Identity.name`, the label value of Studio's user
+profile). This extension's jobs do; a job applied with kubectl is claimed by adding that label (in
+its manifest, or `kubectl label <kind> <name> hyperpod.jupyter.org/user=<me>`). An unlabelled job
+is nobody's: shown, not mine, even in my team's namespace (`hyperpod-ns-<team>`: a team's, not a
+person's), where the namespace filter finds it.
 
 Pods of a job are found by the operators' own labels: Kubeflow's training operator labels them
 `training.kubeflow.org/job-name` and `training.kubeflow.org/replica-index`
@@ -184,7 +189,7 @@ def row_from_object(obj: dict[str, Any], kind: str, user: str, logs_ok: bool) ->
 
 def list_queue(backend: KubernetesOrchestrator) -> QueueSnapshot:
     reviews = _reviews(backend)
-    user = str(backend.settings.user)
+    user = backend.identity.name
     rows: list[QueueJob] = []
     namespaces: list[str] | None = None
     for group, version, plural, kind in (HYPERPOD, KUBEFLOW):
@@ -252,10 +257,12 @@ def adopt(backend: KubernetesOrchestrator, queue_id: str) -> Adoption:
         raise NotFound(f"no {kind[3]} {name} in namespace {namespace}", field="id") from None
     labels = (obj.get("metadata") or {}).get("labels") or {}
     owner = labels.get(USER_LABEL, "")
-    if not owner or owner != label_value(str(backend.settings.user)):
+    mine = label_value(backend.identity.name)
+    if not owner or owner != mine:
         raise Forbidden(
-            f"{kind[3]} {name} is not labelled {USER_LABEL}={label_value(str(backend.settings.user))}"
-            ": only your own jobs can be opened here",
+            f"{kind[3]} {name} is not labelled {USER_LABEL}={mine}: only your own jobs can be "
+            f"opened here (claim one applied with kubectl: kubectl label -n {namespace} "
+            f"{kind[2]} {name} {USER_LABEL}={mine})",
             field="id",
         )
     replicas = _replicas(obj)

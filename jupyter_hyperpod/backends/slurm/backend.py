@@ -448,7 +448,7 @@ class SlurmOrchestrator(Orchestrator):
             raise _error_of("scancel", done)
         return JobUpdate(
             state=JobState.CANCELLED,
-            state_reason=f"cancelled by {self.settings.user} (scancel {job.backend_id})",
+            state_reason=f"cancelled by {self.identity.name} (scancel {job.backend_id})",
             ended=time.time(),
             events=_with_event(job, f"scancel {job.backend_id}"),
             data=SlurmState(slurm_state="CANCELLED"),

@@ -25,6 +25,7 @@ from .jobs import gpu_indices, job_state, parse_scontrol_line, slurm_time
 from .state import SlurmState
 
 if TYPE_CHECKING:
+    from ...core.identity import Identity
     from .backend import SlurmOrchestrator
 
 SOURCE = "squeue --json"
@@ -131,16 +132,18 @@ def stdout_path(job: dict[str, Any]) -> str | None:
     return path
 
 
-def row_from_json(job: dict[str, Any], user: str) -> QueueJob:
+def row_from_json(job: dict[str, Any], identity: Identity) -> QueueJob:
+    """One squeue row; mine when munge's uid for it (`user_id`) is this server's uid."""
     word = _state_word(job)
     state = job_state(word)
     nodes = number(job.get("node_count")) or 0
     running = state is JobState.RUNNING
     reason = str(job.get("state_reason") or "")
-    owner = str(job.get("user_name") or number(job.get("user_id")) or "")
-    mine = owner == user
+    owner_uid = number(job.get("user_id"))
+    owner = str(job.get("user_name") or (owner_uid if owner_uid is not None else ""))
+    mine = identity.owns_uid(owner_uid)
     path = stdout_path(job)
-    readable, why = log_access(path, user, owner)
+    readable, why = log_access(path, identity, mine)
     return QueueJob(
         id=str(number(job.get("job_id")) or ""),
         name=str(job.get("name") or ""),
@@ -162,8 +165,8 @@ def row_from_json(job: dict[str, Any], user: str) -> QueueJob:
     )
 
 
-def parse_queue(document: dict[str, Any], user: str) -> list[QueueJob]:
-    return [row_from_json(job, user) for job in document.get("jobs") or []]
+def parse_queue(document: dict[str, Any], identity: Identity) -> list[QueueJob]:
+    return [row_from_json(job, identity) for job in document.get("jobs") or []]
 
 
 def list_queue(backend: SlurmOrchestrator) -> QueueSnapshot:
@@ -175,7 +178,7 @@ def list_queue(backend: SlurmOrchestrator) -> QueueSnapshot:
         raise BackendError(
             "squeue --json did not answer JSON: is this Slurm 21.08 or newer?"
         ) from None
-    return QueueSnapshot(jobs=parse_queue(document, backend.settings.user), source=SOURCE)
+    return QueueSnapshot(jobs=parse_queue(document, backend.identity), source=SOURCE)
 
 
 def _sanitize(name: str, fallback: str) -> str:
@@ -183,9 +186,12 @@ def _sanitize(name: str, fallback: str) -> str:
     return text if text and re.match(JOB_NAME_PATTERN, text) else fallback
 
 
-def _user_name(field: str) -> str:
-    """scontrol's 'UserId=alice(1001)' -> 'alice'."""
-    return field.split("(", 1)[0]
+def user_id(field: str) -> tuple[str, int | None]:
+    """scontrol's 'UserId=alice(1001)' -> ('alice', 1001); the uid None when it is missing."""
+    match = re.fullmatch(r"([^()]*)\((\d+)\)", field.strip())
+    if match is None:
+        return field, None
+    return match.group(1), int(match.group(2))
 
 
 def adopt(backend: SlurmOrchestrator, slurm_id: str) -> Adoption:
@@ -199,10 +205,14 @@ def adopt(backend: SlurmOrchestrator, slurm_id: str) -> Adoption:
     if done.returncode != 0 or not line:
         raise NotFound(f"Slurm has no job {slurm_id} (any more)", field="id")
     fields = parse_scontrol_line(line)
-    owner = _user_name(fields.get("UserId", ""))
-    if owner != backend.settings.user:
+    owner, uid = user_id(fields.get("UserId", ""))
+    if not backend.identity.owns_uid(uid):
+        me = f"{backend.identity.login} (uid {backend.identity.uid})"
         raise Forbidden(
-            f"job {slurm_id} belongs to {owner}: only your own jobs can be opened here", field="id"
+            f"job {slurm_id} belongs to {owner or 'an unknown user'}"
+            f"{f' (uid {uid})' if uid is not None else ''}, not to {me}, the user this server "
+            "runs as: only your own jobs can be opened here",
+            field="id",
         )
     word = fields.get("JobState", "PENDING")
     nodes = int(fields.get("NumNodes", "1").split("-")[0] or 1)
