@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +92,21 @@ def _cancel_after_each() -> Iterator[None]:
     if SUBMITTED:
         subprocess.run(["scancel", *SUBMITTED], capture_output=True, check=False)
         SUBMITTED.clear()
+
+
+FIGURES: dict[str, dict[str, int]] = {}
+"""Who is who (test_identity_matrix.py): counts per case, printed after the run."""
+
+
+def add(case: str, name: str, amount: int = 1) -> None:
+    FIGURES.setdefault(case, {})
+    FIGURES[case][name] = FIGURES[case].get(name, 0) + amount
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not FIGURES:
+        return
+    terminalreporter.section("identity (mine, adopt, others' logs): figures")
+    for case, figures in FIGURES.items():
+        shown = ", ".join(f"{name}: {value}" for name, value in figures.items())
+        terminalreporter.write_line(f"{case}: {shown}")

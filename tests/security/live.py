@@ -41,6 +41,8 @@ class LiveServer:
         """Set in the server's environment (a PATH with no programs, AWS on loopback...)."""
         self.extra_config: dict[str, Any] = {}
         """More configuration sections (e.g. `KubernetesOrchestrator`)."""
+        self.python = sys.executable
+        """The interpreter (another user's server needs one that user may run)."""
 
     @property
     def url(self) -> str:
@@ -69,7 +71,7 @@ class LiveServer:
         }
         command = [
             *self.prefix,
-            sys.executable,
+            self.python,
             "-m",
             "jupyter_server",
             f"--port={self.port}",
