@@ -74,7 +74,7 @@ class HyperPodMagics(Magics):
             argv = shlex.split(line)
         except ValueError as error:
             raise UsageError(f"cannot parse the options: {error}") from None
-        console = Console(notes_to_err=False)
+        console = Console(notes_to_err=False, prog="%hyperpod")
         parser = build_parser("%hyperpod" if cell is None else "%%hyperpod")
         try:
             outcome, args = run(

@@ -22,6 +22,7 @@ from .core.models import (
     Rendered,
     TemplateInfo,
 )
+from .terminal_text import TerminalText
 
 STATE_COLORS = {
     "PENDING": "#9a6700",
@@ -405,8 +406,8 @@ class RichRendered(Shown, Rendered):
         return cls.model_construct(**dict(rendered))
 
 
-class LogText(str):
-    """A log snapshot: a str that shows as raw text, with the offset to follow from."""
+class LogText(TerminalText):
+    """A log snapshot, shown as a terminal would show it, with the offset to follow from."""
 
     snapshot: LogSnapshot
 
@@ -414,12 +415,6 @@ class LogText(str):
         value = super().__new__(cls, snapshot.text)
         value.snapshot = snapshot
         return value
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(str(self).rstrip("\n"))
-
-    def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(str(self))}</pre>"
 
 
 class Message(str):

@@ -20,6 +20,8 @@ class Console:
     out: Callable[[], TextIO] = field(default=lambda: sys.stdout)
     err: Callable[[], TextIO] = field(default=lambda: sys.stderr)
     notes_to_err: bool = True
+    prog: str = "jupyter hyperpod"
+    """How the user types a verb here (`%hyperpod` in a notebook), for the commands notes suggest."""
 
     def write(self, text: str) -> None:
         stream = self.out()

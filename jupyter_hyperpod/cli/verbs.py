@@ -16,7 +16,6 @@ from ..render import (
     FileResults,
     JobResults,
     LogText,
-    Message,
     NodeResults,
     RichCluster,
     RichJob,
@@ -25,6 +24,7 @@ from ..render import (
     TemplateDetail,
     TemplateResults,
 )
+from ..terminal_text import TerminalText
 from .exits import (
     EXIT_INTERRUPTED,
     EXIT_JOB_FAILED,
@@ -155,7 +155,8 @@ def do_submit(
 def _interrupted(job_id: str, console: Console, job: Job | None = None) -> Outcome:
     state = f" (still {job.state.value})" if job is not None else ""
     console.note(
-        f"[stopped following {job_id}{state}; the job keeps running — cancel it with `cancel {job_id}`]"
+        f"[stopped following {job_id}{state}; the job keeps running — cancel it with"
+        f" `{console.prog} cancel {job_id}`]"
     )
     return Outcome(
         RichJob.of(job) if job is not None else None, EXIT_INTERRUPTED, print_value=False
@@ -181,7 +182,7 @@ def do_logs(
         for r in range(job.spec.world_size):
             snapshot = api.logs(args.job, rank=r, tail=args.tail)
             parts.append(f"==> rank {r} <==\n{snapshot.text}")
-        return Outcome(Message("\n".join(parts)))
+        return Outcome(TerminalText("\n".join(parts)))
     return Outcome(LogText(api.logs(args.job, rank=args.rank, tail=args.tail)))
 
 

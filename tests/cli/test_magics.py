@@ -163,6 +163,7 @@ def test_interrupt_stops_following_never_the_job(
         assert result.id == job.id and result.state == JobState.RUNNING
         assert "rank 0 step 4 args []" in output
         assert f"[stopped following {job.id} (still RUNNING); the job keeps running" in output
+        assert f"cancel it with `%hyperpod cancel {job.id}`]" in output  # as typed here
         time.sleep(0.5)
         assert shell.run_line_magic("hyperpod", f"status {job.id}").state == JobState.RUNNING
     finally:
@@ -185,6 +186,33 @@ def test_follow_prints_live_log_until_the_job_ends(
     shell.run_line_magic("hyperpod", f"logs {job.id} --rank all --tail 1 -f")
     lines = capsys.readouterr().out.splitlines()
     assert "[0] rank 0 step 2 args []" in lines and "[1] rank 1 step 2 args []" in lines
+
+
+COLOURED = (
+    "import sys\n"
+    "print('\\x1b[1;32mrank 0/2\\x1b[0m ready', flush=True)\n"
+    "for pct in (10, 50, 100):\n"
+    "    sys.stdout.write(f'\\rtraining {pct}%')\n"
+    "print(flush=True)\n"
+)
+
+
+def test_a_log_shows_as_a_terminal_would(shell: Any, partition: Path) -> None:
+    """Colours as HTML and a redrawn bar settled, in a notebook; plain text in a terminal."""
+    (partition / "coloured.py").write_text(COLOURED)
+    job = shell.run_line_magic("hyperpod", "submit coloured.py")
+    assert wait_state(shell, job.id, {"SUCCEEDED"}).state == JobState.SUCCEEDED
+    for value in (
+        shell.run_line_magic("hyperpod", f"logs {job.id}"),
+        shell.run_line_magic("hyperpod", f"logs {job.id} --rank all"),
+    ):
+        data, _ = shell.display_formatter.format(value)
+        page = data["text/html"]
+        assert '<span class="ansi-green-intense-fg ansi-bold">rank 0/2</span> ready' in page
+        assert "training 100%" in page and "training 10%" not in page
+        assert "\x1b" not in page and "\r" not in page
+        assert "rank 0/2 ready\ntraining 100%" in data["text/plain"]
+        assert "\x1b" not in data["text/plain"]
 
 
 def test_results_are_python_objects(shell: Any, partition: Path) -> None:
