@@ -13,3 +13,19 @@ export const clusterIcon = new LabIcon({
   name: 'jupyter-hyperpod:cluster',
   svgstr: clusterSvg
 });
+
+/** Pause, for JupyterLab before 4.4 (no `pauseIcon`; see compat.ts). */
+export const pauseFallbackIcon = new LabIcon({
+  name: 'jupyter-hyperpod:pause',
+  svgstr: `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <g class="jp-icon3" fill="#616161"><path d="M6 5h4v14H6zM14 5h4v14h-4z"/></g>
+</svg>`
+});
+
+/** Expand (two outward arrows), for JupyterLab before 4.1 (no `expandIcon`; see compat.ts). */
+export const expandFallbackIcon = new LabIcon({
+  name: 'jupyter-hyperpod:expand',
+  svgstr: `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <g class="jp-icon3" fill="#616161"><path d="M4 4h6v2H7.4l4.3 4.3-1.4 1.4L6 7.4V10H4zM20 20h-6v-2h2.6l-4.3-4.3 1.4-1.4 4.3 4.3V14h2z"/></g>
+</svg>`
+});

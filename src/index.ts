@@ -23,6 +23,7 @@ import { JobTab } from './components/JobView';
 import { JobWidget } from './components/JobWidget';
 import { HyperpodPanel, IPanelActions } from './components/Panel';
 import { SubmitView } from './components/SubmitView';
+import { ViewBoundary } from './components/ViewBoundary';
 import { nextName, prefillFromJob } from './form';
 import { jobEndNotice } from './diagnosis';
 import { isSubmittable, joinPath, toPartitionPath } from './format';
@@ -270,10 +271,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return;
       }
       const content = ReactWidget.create(
-        React.createElement(SubmitView, {
-          model,
-          onSubmitted: job => actions().onSubmitted(job)
-        })
+        React.createElement(
+          ViewBoundary,
+          { view: 'Submit' },
+          React.createElement(SubmitView, {
+            model,
+            onSubmitted: job => actions().onSubmitted(job)
+          })
+        )
       );
       content.addClass('jp-hyperpod-Panel');
       content.addClass('jp-hyperpod-SubmitMain');

@@ -14,6 +14,7 @@ import {
   useSignal,
   useTick
 } from './common';
+import { ViewBoundary } from './ViewBoundary';
 import { resources } from './JobsView';
 import { failedRank } from '../diagnosis';
 import { JobDiagnosis } from './JobDiagnosis';
@@ -229,14 +230,16 @@ export function JobView(props: IJobViewProps): JSX.Element {
         <RefreshButton title="Refresh the job" onClick={refresh} />
       </header>
       <ErrorMessage error={error} stale onRetry={refresh} />
-      <JobDiagnosis
-        client={model.client}
-        job={job}
-        onShowRank={rank => {
-          select('logs');
-          setRankRequest({ rank, serial: (rankRequest?.serial ?? 0) + 1 });
-        }}
-      />
+      <ViewBoundary view="Diagnosis">
+        <JobDiagnosis
+          client={model.client}
+          job={job}
+          onShowRank={rank => {
+            select('logs');
+            setRankRequest({ rank, serial: (rankRequest?.serial ?? 0) + 1 });
+          }}
+        />
+      </ViewBoundary>
       <div className="jp-hyperpod-Tabs" role="tablist" aria-label="Job views">
         {tabs.map(t => (
           <button
@@ -257,7 +260,9 @@ export function JobView(props: IJobViewProps): JSX.Element {
           hidden={tab !== 'details'}
           className="jp-hyperpod-TabPanel"
         >
-          <Details job={job} />
+          <ViewBoundary view="Details">
+            <Details job={job} />
+          </ViewBoundary>
         </div>
         <div
           role="tabpanel"
@@ -265,20 +270,22 @@ export function JobView(props: IJobViewProps): JSX.Element {
           className="jp-hyperpod-TabPanel jp-hyperpod-TabPanel-logs"
         >
           {visited.has('logs') && (
-            <LogView
-              client={model.client}
-              job={job}
-              tailLines={model.settings.logTailLines}
-              canFollow={capabilities?.follow_logs ?? true}
-              perRank={capabilities?.per_rank_logs ?? true}
-              initialRank={failedRank(job) ?? 0}
-              rankRequest={rankRequest}
-              onJobState={state => {
-                if (state !== job.state) {
-                  refresh();
-                }
-              }}
-            />
+            <ViewBoundary view="Logs">
+              <LogView
+                client={model.client}
+                job={job}
+                tailLines={model.settings.logTailLines}
+                canFollow={capabilities?.follow_logs ?? true}
+                perRank={capabilities?.per_rank_logs ?? true}
+                initialRank={failedRank(job) ?? 0}
+                rankRequest={rankRequest}
+                onJobState={state => {
+                  if (state !== job.state) {
+                    refresh();
+                  }
+                }}
+              />
+            </ViewBoundary>
           )}
         </div>
         <div
@@ -286,29 +293,31 @@ export function JobView(props: IJobViewProps): JSX.Element {
           hidden={tab !== 'metrics'}
           className="jp-hyperpod-TabPanel"
         >
-          {visited.has('metrics') &&
-            (capabilities && !capabilities.metrics ? (
-              <div className="jp-hyperpod-Empty">
-                This cluster has no metrics store configured.
-              </div>
-            ) : (
-              <MetricsView
-                client={model.client}
+          <ViewBoundary view="Metrics">
+            {visited.has('metrics') &&
+              (capabilities && !capabilities.metrics ? (
+                <div className="jp-hyperpod-Empty">
+                  This cluster has no metrics store configured.
+                </div>
+              ) : (
+                <MetricsView
+                  client={model.client}
+                  jobId={job.id}
+                  running={running}
+                  refreshInterval={model.settings.refreshInterval}
+                  isVisible={props.isVisible}
+                />
+              ))}
+            {visited.has('metrics') && (
+              <JobGpuChart
+                api={gpuApiFor(model.client)}
                 jobId={job.id}
                 running={running}
                 refreshInterval={model.settings.refreshInterval}
                 isVisible={props.isVisible}
               />
-            ))}
-          {visited.has('metrics') && (
-            <JobGpuChart
-              api={gpuApiFor(model.client)}
-              jobId={job.id}
-              running={running}
-              refreshInterval={model.settings.refreshInterval}
-              isVisible={props.isVisible}
-            />
-          )}
+            )}
+          </ViewBoundary>
         </div>
       </div>
     </div>

@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import { IJob } from '../models';
 import { IJobViewProps, JobTab, JobView } from './JobView';
+import { ViewBoundary } from './ViewBoundary';
 
 /** A job's details, logs and metrics, in the main area. */
 export class JobWidget extends ReactWidget {
@@ -23,12 +24,14 @@ export class JobWidget extends ReactWidget {
 
   render(): JSX.Element {
     return (
-      <JobView
-        key={this._serial}
-        {...this._props}
-        onJob={this._onJob}
-        isVisible={this._isVisible}
-      />
+      <ViewBoundary view="Job">
+        <JobView
+          key={this._serial}
+          {...this._props}
+          onJob={this._onJob}
+          isVisible={this._isVisible}
+        />
+      </ViewBoundary>
     );
   }
 

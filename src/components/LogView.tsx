@@ -2,7 +2,6 @@ import {
   caretDownIcon,
   caretUpIcon,
   downloadIcon,
-  pauseIcon,
   runIcon
 } from '@jupyterlab/ui-components';
 import { FitAddon } from '@xterm/addon-fit';
@@ -11,6 +10,7 @@ import { ITheme, Terminal } from '@xterm/xterm';
 import * as React from 'react';
 
 import { HyperpodClient } from '../api';
+import { pauseIcon } from '../compat';
 import { IStreamStatus, LogStream } from '../logstream';
 import { endedMessage } from '../diagnosis';
 import { IJob, isFinished, JobState } from '../models';
@@ -331,7 +331,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
           </select>
         )}
         <IconButton
-          icon={paused ? runIcon : pauseIcon}
+          icon={paused ? runIcon : pauseIcon()}
           title={paused ? 'Resume following' : 'Pause following'}
           label={paused ? 'Resume' : 'Pause'}
           disabled={!canToggle}

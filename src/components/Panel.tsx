@@ -11,6 +11,7 @@ import { FilesView } from './FilesView';
 import { JobsView } from './JobsView';
 import { QueueView } from './QueueView';
 import { SubmitView } from './SubmitView';
+import { ViewBoundary } from './ViewBoundary';
 
 export interface IPanelActions {
   openFile?: (path: string) => void;
@@ -141,56 +142,59 @@ function PanelBody(props: {
           className="jp-hyperpod-TabPanel"
           hidden={view !== tab.id}
         >
-          {(visited.has(tab.id) || view === tab.id) &&
-            (tab.id === 'cluster' ? (
-              <ClusterView model={model} />
-            ) : tab.id === 'files' ? (
-              <FilesView
-                model={model}
-                openFile={
-                  cluster?.filesystem.contents_path !== null
-                    ? actions.openFile
-                    : undefined
-                }
-                submitFile={actions.submitFile}
-              />
-            ) : tab.id === 'jobs' ? (
-              <JobsView
-                model={model}
-                openJob={actions.openJob}
-                cancelJob={actions.cancelJob}
-                resubmitJob={actions.resubmitJob}
-                cancelJobs={actions.cancelJobs}
-                removeJobs={actions.removeJobs}
-              />
-            ) : tab.id === 'queue' ? (
-              <QueueView
-                client={model.client}
-                openJob={actions.openJob}
-                cancelJob={actions.cancelJob}
-                refreshSeconds={model.settings.refreshInterval}
-                active={view === 'queue'}
-              />
-            ) : model.submitInMain ? (
-              <div className="jp-hyperpod-View">
-                <div className="jp-hyperpod-Empty">
-                  The Submit form is open in the main area.
-                  <button
-                    type="button"
-                    className="jp-Button jp-mod-styled jp-mod-accept"
-                    onClick={() => actions.submitInMain?.()}
-                  >
-                    Show it
-                  </button>
+          {(visited.has(tab.id) || view === tab.id) && (
+            <ViewBoundary view={tab.title}>
+              {tab.id === 'cluster' ? (
+                <ClusterView model={model} />
+              ) : tab.id === 'files' ? (
+                <FilesView
+                  model={model}
+                  openFile={
+                    cluster?.filesystem.contents_path !== null
+                      ? actions.openFile
+                      : undefined
+                  }
+                  submitFile={actions.submitFile}
+                />
+              ) : tab.id === 'jobs' ? (
+                <JobsView
+                  model={model}
+                  openJob={actions.openJob}
+                  cancelJob={actions.cancelJob}
+                  resubmitJob={actions.resubmitJob}
+                  cancelJobs={actions.cancelJobs}
+                  removeJobs={actions.removeJobs}
+                />
+              ) : tab.id === 'queue' ? (
+                <QueueView
+                  client={model.client}
+                  openJob={actions.openJob}
+                  cancelJob={actions.cancelJob}
+                  refreshSeconds={model.settings.refreshInterval}
+                  active={view === 'queue'}
+                />
+              ) : model.submitInMain ? (
+                <div className="jp-hyperpod-View">
+                  <div className="jp-hyperpod-Empty">
+                    The Submit form is open in the main area.
+                    <button
+                      type="button"
+                      className="jp-Button jp-mod-styled jp-mod-accept"
+                      onClick={() => actions.submitInMain?.()}
+                    >
+                      Show it
+                    </button>
+                  </div>
                 </div>
-              </div>
-            ) : (
-              <SubmitView
-                model={model}
-                onSubmitted={actions.onSubmitted}
-                onExpand={actions.submitInMain}
-              />
-            ))}
+              ) : (
+                <SubmitView
+                  model={model}
+                  onSubmitted={actions.onSubmitted}
+                  onExpand={actions.submitInMain}
+                />
+              )}
+            </ViewBoundary>
+          )}
         </div>
       ))}
     </div>

@@ -1,5 +1,5 @@
 import { Dialog, showDialog } from '@jupyterlab/apputils';
-import { expandIcon, launchIcon, runIcon } from '@jupyterlab/ui-components';
+import { launchIcon, runIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import {
@@ -15,6 +15,7 @@ import {
   toSubmission,
   validateForm
 } from '../form';
+import { expandIcon } from '../compat';
 import { joinPath } from '../format';
 import { ApiError } from '../handler';
 import { asApiError, HyperpodModel } from '../model';
@@ -632,7 +633,7 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             <span className="jp-hyperpod-Spacer" />
             {preview && (
               <IconButton
-                icon={expandIcon}
+                icon={expandIcon()}
                 title="Show the whole preview"
                 onClick={() =>
                   void showDialog({
