@@ -8,6 +8,7 @@ import hashlib
 import posixpath
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from ..client import HyperPodClient
 from ..core.api import HyperPodAPI
 from ..core.errors import InvalidRequest
 from .exits import EXIT_USAGE, CommandError
+from .output import Console
 
 CELLS_DIR = ".hyperpod/cells"
 
@@ -138,6 +140,35 @@ def _read_spec_file(path: str) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise InvalidRequest(f"the spec file {path} must hold a mapping (a job spec)", field="spec")
     return loaded
+
+
+def misplaced_options(
+    argv: Sequence[str], script_args: Sequence[str], own: frozenset[str]
+) -> list[str]:
+    """Our own options typed after the script: argparse hands them to the script (its
+    arguments), which is rarely what was meant; none when `--` marked the rest as the script's."""
+    if "--" in argv:
+        return []
+    found = [arg.split("=", 1)[0] for arg in script_args if arg.startswith("-")]
+    return [option for option in dict.fromkeys(found) if option in own]
+
+
+def check_option_order(misplaced: Sequence[str], console: Console) -> None:
+    """Refuse a `--dry-run` that would go to the script (the job would really be submitted);
+    say where the others went."""
+    if "--dry-run" in misplaced:
+        raise CommandError(
+            "--dry-run came after the script, so it would go to the script and the job would "
+            "really be submitted: put it before the script (submit --dry-run SCRIPT ...), or "
+            "write `--` before the script's own arguments if they take --dry-run",
+            EXIT_USAGE,
+        )
+    for option in misplaced:
+        console.note(
+            f"note: {option} came after the script, so the script gets it as an argument; put it "
+            "before the script to set it for the job (write `--` before the script's arguments "
+            "to silence this note)"
+        )
 
 
 def build_submission(

@@ -39,7 +39,7 @@ from .output import Console, Outcome, RankPrefixer, TableResult
 from .parser import Parser, build_parser
 from .queue_verb import do_queue
 from .session import open_api
-from .submission import build_submission
+from .submission import build_submission, check_option_order, misplaced_options
 
 Verb = Callable[[argparse.Namespace, HyperPodAPI, Console, "str | None"], Outcome]
 """(options, the API, the console, the cell of %%hyperpod) -> the outcome."""
@@ -128,6 +128,7 @@ def _states(values: Sequence[str]) -> list[JobState] | None:
 def do_submit(
     args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
 ) -> Outcome:
+    check_option_order(getattr(args, "misplaced", []), console)
     body = build_submission(args, api, cell=cell)
     if args.dry_run:
         return Outcome(RichRendered.of(api.render(body)))
@@ -338,6 +339,8 @@ def run(
     the next call)."""
     parser = parser or build_parser()
     args = parser.parse_args(list(argv))
+    if args.verb == "submit":
+        args.misplaced = misplaced_options(argv, args.args, parser.options_of("submit"))
     if getattr(args, "json", False):
         console.notes_to_err = True  # stdout is the JSON document
     if cell is not None and args.verb != "submit":

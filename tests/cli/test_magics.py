@@ -93,6 +93,26 @@ def test_dry_run_submits_nothing_and_shows_the_command(shell: Any, steps_script:
     assert shell.run_line_magic("hyperpod", "jobs") == []
 
 
+def test_our_options_after_the_script_are_caught(
+    shell: Any, steps_script: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse gives whatever follows the script to the script: a trailing --dry-run would
+    really submit, so it is refused; another of our options is passed on with a note."""
+    with pytest.raises(UsageError, match="--dry-run came after the script"):
+        shell.run_line_magic("hyperpod", "submit project/steps.py 1 0 --dry-run")
+    assert shell.run_line_magic("hyperpod", "jobs") == []
+
+    job = shell.run_line_magic("hyperpod", "submit project/steps.py 1 0 --follow")
+    assert job.spec.command[-3:] == ["1", "0", "--follow"]
+    assert "note: --follow came after the script, so the script gets it" in capsys.readouterr().out
+    shell.run_line_magic("hyperpod", f"cancel {job.id}")
+
+    explicit = shell.run_line_magic("hyperpod", "submit project/steps.py -- 1 0 --dry-run")
+    assert explicit.spec.command[-1] == "--dry-run"  # `--`: the script's own, no note
+    assert "came after the script" not in capsys.readouterr().out
+    shell.run_line_magic("hyperpod", f"cancel {explicit.id}")
+
+
 def test_errors_are_usage_errors_with_the_core_message(shell: Any, steps_script: Path) -> None:
     with pytest.raises(UsageError, match="the local cluster has one node: set nodes to 1"):
         shell.run_line_magic("hyperpod", "submit --nodes 2 project/steps.py 1 0")
