@@ -8,6 +8,7 @@ from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
 
+from .agent.http import MCP_ROUTE, McpEndpoint, McpHandler
 from .core.service import HyperPodService
 from .core.settings import HyperPodSettings
 from .gpu import GpuMetrics
@@ -18,7 +19,9 @@ from .handlers import (
     ClusterHandler,
     DiagnoseHandler,
     FilesHandler,
+    FileTextHandler,
     GpuNodesHandler,
+    JobEventsHandler,
     JobGpuHandler,
     JobHandler,
     JobsHandler,
@@ -55,10 +58,12 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/aws/clusters", AwsClustersHandler),
     (f"{API}/aws/connect", AwsConnectHandler),
     (f"{API}/files", FilesHandler),
+    (f"{API}/files/text", FileTextHandler),
     (f"{API}/templates", TemplatesHandler),
     (f"{API}/jobs/render", RenderHandler),
     (f"{API}/jobs", JobsHandler),
     (f"{API}/jobs/{JOB_ID}", JobHandler),
+    (f"{API}/jobs/{JOB_ID}/events", JobEventsHandler),
     (f"{API}/jobs/{JOB_ID}/logs", LogsHandler),
     (f"{API}/jobs/{JOB_ID}/logs/stream", LogStreamHandler),
     (f"{API}/jobs/{JOB_ID}/metrics", MetricsHandler),
@@ -68,6 +73,10 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/gpu/nodes", GpuNodesHandler),
     (f"{API}/jobs/{JOB_ID}/gpu", JobGpuHandler),
 ]
+
+AGENT_ROUTES: list[tuple[str, type]] = [(MCP_ROUTE, McpHandler)]
+"""The MCP endpoint (streamable HTTP, `agent/http.py`): authenticated like ROUTES, outside the
+REST API's OpenAPI document (its contract is MCP's)."""
 
 
 FALLBACK_ROUTE: tuple[str, type] = (r"hyperpod(?:/.*)?", NotFoundHandler)
@@ -79,6 +88,7 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
 
     name = "jupyter_hyperpod"
     service: HyperPodService | None = None
+    _mcp: McpEndpoint | None = None
     _pools: dict[str, ThreadPoolExecutor] | None = None
 
     def initialize_settings(self) -> None:
@@ -89,8 +99,12 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         executor = self._pools["api"]
         self.service = HyperPodService(self, adapters=Wiring())
         self.service.server_root = Path(self.serverapp.root_dir) if self.serverapp else None
+        self._mcp = McpEndpoint(self.service)
         self.settings.update(
-            hyperpod_service=self.service, hyperpod_executor=executor, hyperpod_pools=self._pools
+            hyperpod_service=self.service,
+            hyperpod_executor=executor,
+            hyperpod_pools=self._pools,
+            hyperpod_mcp=self._mcp,
         )
         self._executor = executor
         self._start_gpu_sampler()
@@ -118,9 +132,12 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
+        self.handlers.extend(AGENT_ROUTES)
         self.handlers.append(FALLBACK_ROUTE)
 
     async def stop_extension(self) -> None:
+        if self._mcp is not None:
+            self._mcp.close()
         if self.service is not None:
             self.service.close()
         # The pools exist only once initialize_settings ran (a failed start stops without them).

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .core import errors, logprotocol
-from .core.api import Diagnosis, SubmitBody, request_body
+from .core.api import Diagnosis, FileText, SubmitBody, request_body
 from .core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, NotFound
 from .core.logprotocol import LogEvent, RankArg
 from .core.models import (
@@ -306,6 +306,10 @@ class HyperPodClient:
             self.request("GET", "files", path=path, offset=offset, limit=limit, sort=sort)
         )
 
+    def read_file(self, path: str, *, limit: int = 65536) -> FileText:
+        """A small UTF-8 text file of the partition (at most `limit` bytes)."""
+        return FileText.model_validate(self.request("GET", "files/text", path=path, limit=limit))
+
     def templates(self) -> list[TemplateInfo]:
         return [
             TemplateInfo.model_validate(item)
@@ -338,6 +342,12 @@ class HyperPodClient:
     def cancel(self, job_id: str) -> Job:
         """Cancel a job (a finished job is returned as it is)."""
         return Job.model_validate(self.request("DELETE", f"jobs/{_quote(job_id)}"))
+
+    def add_event(self, job_id: str, event: str) -> Job:
+        """Add one line to the job's events (who acted on it: an agent via MCP)."""
+        return Job.model_validate(
+            self.request("POST", f"jobs/{_quote(job_id)}/events", {"event": event})
+        )
 
     def wait(self, job_id: str, *, timeout: float | None = None, interval: float = 1.0) -> Job:
         """Poll until the job has finished; TimeoutError after `timeout` seconds."""

@@ -244,6 +244,18 @@ class FilesHandler(HyperPodAPIHandler):
         self.send(listing)
 
 
+class FileTextHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        text = await self.run(
+            self.service.read_file,
+            self.get_argument("path", ""),
+            limit=self.int_argument("limit", 65536),
+        )
+        self.send(text)
+
+
 class TemplatesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
@@ -304,6 +316,16 @@ class JobHandler(HyperPodAPIHandler):
             )
             return
         self.send(await self.run_in("cancel", self.service.cancel, job_id))
+
+
+class JobEventsHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        body = self.json_body()
+        if not isinstance(body, dict) or not isinstance(body.get("event"), str):
+            raise InvalidRequest('the body must be {"event": "<one line>"}', field="event")
+        self.send(await self.run(self.service.add_event, job_id, body["event"]))
 
 
 def _flag(handler: HyperPodAPIHandler, name: str) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from .core.api import Diagnosis
+from .core.api import Diagnosis, FileText, JobEventRequest
 from .core.models import (
     AwsClusterList,
     AwsConnectRequest,
@@ -53,11 +53,13 @@ MODELS: list[type[BaseModel]] = [
     AwsClusterList,
     AwsConnectRequest,
     FileListing,
+    FileText,
     TemplateList,
     JobSpec,
     TemplateSubmission,
     Rendered,
     Job,
+    JobEventRequest,
     ForgottenJob,
     JobList,
     LogSnapshot,
@@ -212,6 +214,31 @@ def _paths() -> dict[str, Any]:
                 "responses": {"200": _json(FileListing, "Listing"), **_errors(400, 404)},
             }
         },
+        "/files/text": {
+            "get": {
+                "summary": "A small UTF-8 text file of the user's partition",
+                "description": (
+                    "Through the partition resolver: a path outside the partition (absolute, "
+                    "'..', a symlink out) answers 403; not a regular file, not UTF-8 or larger "
+                    "than `limit` answers 400 naming `path`."
+                ),
+                "parameters": [
+                    {
+                        "name": "path",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string"},
+                        "description": "Relative to the partition root",
+                    },
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": 1048576, "default": 65536},
+                        "The most bytes read",
+                    ),
+                ],
+                "responses": {"200": _json(FileText, "The file"), **_errors(400, 404)},
+            }
+        },
         "/templates": {
             "get": {
                 "summary": "Job templates and their parameters",
@@ -277,6 +304,17 @@ def _paths() -> dict[str, Any]:
                     },
                     **_errors(400, 404, 409, 503),
                 },
+            },
+        },
+        "/jobs/{job_id}/events": {
+            "parameters": [JOB_ID_PARAM],
+            "post": {
+                "summary": "Add one line to the job's events (who acted on it, e.g. an agent via MCP)",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(JobEventRequest)}},
+                },
+                "responses": {"200": _json(Job, "The job"), **_errors(400, 404)},
             },
         },
         "/jobs/{job_id}/logs": {

@@ -26,14 +26,6 @@ class Parser(argparse.ArgumentParser):
             raise CommandError(message or "error", EXIT_USAGE)
         raise HelpShown()
 
-    def options_of(self, verb: str) -> frozenset[str]:
-        """Every option string a verb takes (`--dry-run`, `-n`...), its common ones included."""
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction) and verb in action.choices:
-                sub = action.choices[verb]
-                return frozenset(o for a in sub._actions for o in a.option_strings)
-        return frozenset()
-
 
 def _positive(text: str) -> int:
     try:
@@ -281,4 +273,21 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
         )
     )
     add_queue_parser(verb)
+
+    mcp = verb(
+        "mcp",
+        "serve the API to a local agent over MCP (stdio); read only unless actions are allowed",
+        epilog='an agent\'s MCP configuration: {"command": "jupyter", "args": '
+        '["hyperpod", "mcp"]}. The server\'s own endpoint: <server>/hyperpod/mcp '
+        "(streamable HTTP, its token).",
+    )
+    mcp.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let the agent submit (with render's preview token) and cancel (with the job's "
+        "name), unless the administrator turned actions off (c.HyperPodSettings.mcp_actions)",
+    )
+    mcp.add_argument(
+        "--skill", action="store_true", help="print the agent skill file (SKILL.md) and exit"
+    )
     return parser

@@ -16,6 +16,7 @@ from ..render import (
     FileResults,
     JobResults,
     LogText,
+    Message,
     NodeResults,
     RichCluster,
     RichJob,
@@ -24,7 +25,6 @@ from ..render import (
     TemplateDetail,
     TemplateResults,
 )
-from ..terminal_text import TerminalText
 from .exits import (
     EXIT_INTERRUPTED,
     EXIT_JOB_FAILED,
@@ -39,7 +39,7 @@ from .output import Console, Outcome, RankPrefixer, TableResult
 from .parser import Parser, build_parser
 from .queue_verb import do_queue
 from .session import open_api
-from .submission import build_submission, check_option_order, misplaced_options
+from .submission import build_submission
 
 Verb = Callable[[argparse.Namespace, HyperPodAPI, Console, "str | None"], Outcome]
 """(options, the API, the console, the cell of %%hyperpod) -> the outcome."""
@@ -128,7 +128,6 @@ def _states(values: Sequence[str]) -> list[JobState] | None:
 def do_submit(
     args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
 ) -> Outcome:
-    check_option_order(getattr(args, "misplaced", []), console)
     body = build_submission(args, api, cell=cell)
     if args.dry_run:
         return Outcome(RichRendered.of(api.render(body)))
@@ -156,8 +155,7 @@ def do_submit(
 def _interrupted(job_id: str, console: Console, job: Job | None = None) -> Outcome:
     state = f" (still {job.state.value})" if job is not None else ""
     console.note(
-        f"[stopped following {job_id}{state}; the job keeps running — cancel it with"
-        f" `{console.prog} cancel {job_id}`]"
+        f"[stopped following {job_id}{state}; the job keeps running — cancel it with `cancel {job_id}`]"
     )
     return Outcome(
         RichJob.of(job) if job is not None else None, EXIT_INTERRUPTED, print_value=False
@@ -183,7 +181,7 @@ def do_logs(
         for r in range(job.spec.world_size):
             snapshot = api.logs(args.job, rank=r, tail=args.tail)
             parts.append(f"==> rank {r} <==\n{snapshot.text}")
-        return Outcome(TerminalText("\n".join(parts)))
+        return Outcome(Message("\n".join(parts)))
     return Outcome(LogText(api.logs(args.job, rank=args.rank, tail=args.tail)))
 
 
@@ -306,6 +304,16 @@ def do_templates(
     raise CommandError(f"unknown template '{args.name}' (available: {known})", EXIT_NOT_FOUND)
 
 
+def do_mcp(
+    args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
+) -> Outcome:
+    """Serve MCP on stdin/stdout until the agent closes them (`agent/server.py`)."""
+    from ..agent.stdio import serve
+
+    serve(api, allow_actions=args.allow_actions)
+    return Outcome(None, print_value=False)
+
+
 VERBS: dict[str, Verb] = {
     "cluster": do_cluster,
     "nodes": do_nodes,
@@ -320,6 +328,7 @@ VERBS: dict[str, Verb] = {
     "connect": do_connect,
     "doctor": do_doctor,
     "queue": do_queue,
+    "mcp": do_mcp,
 }
 """Every verb of the parser, by name."""
 
@@ -339,8 +348,6 @@ def run(
     the next call)."""
     parser = parser or build_parser()
     args = parser.parse_args(list(argv))
-    if args.verb == "submit":
-        args.misplaced = misplaced_options(argv, args.args, parser.options_of("submit"))
     if getattr(args, "json", False):
         console.notes_to_err = True  # stdout is the JSON document
     if cell is not None and args.verb != "submit":
@@ -355,6 +362,11 @@ def run(
         except HyperPodError as error:
             raise command_error(error) from None
         return Outcome(report, report.exit_code), args
+    if args.verb == "mcp" and args.skill:  # the skill file needs no cluster
+        from ..agent.skill import skill_text
+        from ..render import Message
+
+        return Outcome(Message(skill_text())), args
     verb = VERBS[args.verb]
     owned = api is None and not keep_api
     try:

@@ -51,6 +51,30 @@ class DiagnosticCheck(BaseModel):
     fix: str = ""
 
 
+class FileText(BaseModel):
+    """A small UTF-8 text file of the partition (`GET files/text`), read through the resolver."""
+
+    path: str = Field(description="Relative to the partition root")
+    text: str
+    size: int = Field(description="Bytes")
+
+
+MAX_EVENT_CHARS = 300
+
+
+class JobEventRequest(BaseModel):
+    """One line to add to a job's events (`POST jobs/{id}/events`): who acted on it, and how."""
+
+    model_config = {"extra": "forbid"}
+
+    event: str = Field(
+        min_length=1,
+        max_length=MAX_EVENT_CHARS,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="One line of text, no control characters",
+    )
+
+
 class Diagnosis(BaseModel):
     """Can this machine act as the login node of its cluster? (`GET diagnose`, `doctor`)."""
 
@@ -77,6 +101,10 @@ class HyperPodAPI(Protocol):
         self, path: str = "", *, offset: int = 0, limit: int = 500, sort: str = "name"
     ) -> FileListing: ...
 
+    def read_file(self, path: str, *, limit: int = 65536) -> FileText:
+        """A small UTF-8 text file of the partition (at most `limit` bytes)."""
+        ...
+
     def templates(self) -> list[TemplateInfo]: ...
 
     def render(self, spec: SubmitBody | None = None, /, **fields: Any) -> Rendered:
@@ -95,6 +123,10 @@ class HyperPodAPI(Protocol):
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a job (a finished job is returned as it is)."""
+        ...
+
+    def add_event(self, job_id: str, event: str) -> Job:
+        """Add one line to the job's events (who acted on it: an agent via MCP)."""
         ...
 
     def logs(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:
@@ -213,7 +245,9 @@ __all__ = [
     "CheckStatus",
     "Diagnosis",
     "DiagnosticCheck",
+    "FileText",
     "HyperPodAPI",
+    "JobEventRequest",
     "LogEvent",
     "RankArg",
     "SubmitBody",

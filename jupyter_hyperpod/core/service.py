@@ -25,6 +25,8 @@ from .adapters import Adapters, GpuReader, default_adapters
 from .api import (
     Diagnosis,
     DiagnosticCheck,
+    FileText,
+    JobEventRequest,
     LogEvent,
     RankArg,
     SubmitBody,
@@ -63,7 +65,7 @@ from .models import (
     TemplateParam,
     TemplateSubmission,
 )
-from .partition import Partition, check_text, partition_dir
+from .partition import MAX_TEXT_FILE, Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
 from .registry import backend_class
 from .settings import HyperPodSettings
@@ -82,6 +84,8 @@ LEASE_SECONDS = 30.0
 """A service that stopped refreshing this long is gone: its queued local jobs may be adopted."""
 """How long a read waits, once, for the first status refresh of a process that just started."""
 JOBS_DIR = ".hyperpod/jobs"
+EVENTS_KEPT = 50
+"""The events `add_event` keeps on a job (the newest)."""
 
 
 class HyperPodService:
@@ -324,6 +328,13 @@ class HyperPodService:
         self, path: str = "", *, offset: int = 0, limit: int = 500, sort: str = "name"
     ) -> FileListing:
         return self.partition.listing(path, offset=offset, limit=limit, sort=sort)
+
+    def read_file(self, path: str, *, limit: int = 65536) -> FileText:
+        """A small UTF-8 text file of the partition, through the resolver (`Partition.read_text`)."""
+        if not 1 <= limit <= MAX_TEXT_FILE:
+            raise InvalidRequest(f"limit must be between 1 and {MAX_TEXT_FILE}", field="limit")
+        text = self.partition.read_text(path, field="path", limit=limit)
+        return FileText(path=path, text=text, size=len(text.encode("utf-8")))
 
     # -- templates and specs -------------------------------------------------------------
     def templates(self) -> list[TemplateInfo]:
@@ -712,6 +723,17 @@ class HyperPodService:
         if update.state is None or not update.state.finished:
             update.state = JobState.CANCELLED
         return self._save(job, data, update)
+
+    def add_event(self, job_id: str, event: str) -> Job:
+        """Add one line to the job's events (kept with the backend's, the last EVENTS_KEPT)."""
+        try:
+            line = JobEventRequest(event=event).event
+        except ValidationError as error:
+            raise validation_error(error) from None
+        job, _ = self._get(job_id, connected=False)
+        events = [*job.events, line][-EVENTS_KEPT:]
+        self.store.update(job_id, events=events)
+        return job.model_copy(update={"events": events})
 
     # -- the cluster's queue (every user's jobs; core/queue_view.py) ----------------------
     _queue_view: Any = None

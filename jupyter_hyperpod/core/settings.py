@@ -153,6 +153,16 @@ class HyperPodSettings(Configurable):
         "(nvidia-ml-py) or nvidia-smi; auto: NVML, else nvidia-smi.",
     )
 
+    mcp_actions = Enum(
+        ["off", "opt-in", "on"],
+        default_value="opt-in",
+        config=True,
+        help="What an agent may do through the MCP server (`jupyter hyperpod mcp`, the "
+        "hyperpod/mcp endpoint): off: read only, always; opt-in: read only unless the user "
+        "starts it with --allow-actions (or adds ?actions=on to the endpoint's URL); on: submit "
+        "and cancel for every agent. Each action still needs its preview token or confirmation.",
+    )
+
     @default("shared_fs_root")
     def _default_fs_root(self) -> str:
         if os.environ.get("HYPERPOD_FS_ROOT"):

@@ -10,7 +10,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 from tornado.websocket import websocket_connect
 
-from jupyter_hyperpod.app import ROUTES
+from jupyter_hyperpod.app import AGENT_ROUTES, ROUTES
 
 from ..helpers import Api, log_text
 
@@ -25,7 +25,7 @@ def _concrete(pattern: str) -> str:
     ("pattern", "method"),
     [
         (pattern, method)
-        for pattern, handler in ROUTES
+        for pattern, handler in ROUTES + AGENT_ROUTES
         for method in ("GET", "POST", "DELETE")
         if method.lower() in handler.__dict__ and not pattern.endswith("stream")
     ],
