@@ -325,7 +325,7 @@ class RichJob(Shown, Job):
             ["orchestrator", job.orchestrator],
             ["backend id", job.backend_id],
             ["command", " ".join(job.spec.command)],
-            ["workdir", "/" + job.spec.workdir],
+            ["workdir", job.spec.workdir or "(partition root)"],  # as the panel shows it
             ["ranks", resources(job.spec)],
             ["template", job.spec.template],
             ["created", when(job.created)],

@@ -42,6 +42,8 @@ def test_submit_a_script_then_list_it_as_a_rich_table(
     assert job.spec.workdir == "project" and job.spec.template == "script"
     done = wait_state(shell, job.id, {"SUCCEEDED", "FAILED"})
     assert done.state == JobState.SUCCEEDED
+    card, _ = shell.display_formatter.format(done)
+    assert re.search(r"^workdir +project$", card["text/plain"], re.M), card  # as the panel says
 
     jobs = shell.run_line_magic("hyperpod", "jobs")
     assert [j.id for j in jobs] == [job.id] and jobs.total == 1
@@ -184,6 +186,7 @@ def test_interrupt_stops_following_never_the_job(
         assert "rank 0 step 4 args []" in output
         assert f"[stopped following {job.id} (still RUNNING); the job keeps running" in output
         assert f"cancel it with `%hyperpod cancel {job.id}`]" in output  # as typed here
+        assert f"[job {job.id} RUNNING" not in output  # it was running before: no news
         time.sleep(0.5)
         assert shell.run_line_magic("hyperpod", f"status {job.id}").state == JobState.RUNNING
     finally:
