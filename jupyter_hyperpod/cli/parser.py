@@ -26,6 +26,14 @@ class Parser(argparse.ArgumentParser):
             raise CommandError(message or "error", EXIT_USAGE)
         raise HelpShown()
 
+    def options_of(self, verb: str) -> frozenset[str]:
+        """Every option string a verb takes (`--dry-run`, `-n`...), its common ones included."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and verb in action.choices:
+                sub = action.choices[verb]
+                return frozenset(o for a in sub._actions for o in a.option_strings)
+        return frozenset()
+
 
 def _positive(text: str) -> int:
     try:

@@ -16,7 +16,6 @@ from ..render import (
     FileResults,
     JobResults,
     LogText,
-    Message,
     NodeResults,
     RichCluster,
     RichJob,
@@ -25,6 +24,7 @@ from ..render import (
     TemplateDetail,
     TemplateResults,
 )
+from ..terminal_text import TerminalText
 from .exits import (
     EXIT_INTERRUPTED,
     EXIT_JOB_FAILED,
@@ -39,7 +39,7 @@ from .output import Console, Outcome, RankPrefixer, TableResult
 from .parser import Parser, build_parser
 from .queue_verb import do_queue
 from .session import open_api
-from .submission import build_submission
+from .submission import build_submission, check_option_order, misplaced_options
 
 Verb = Callable[[argparse.Namespace, HyperPodAPI, Console, "str | None"], Outcome]
 """(options, the API, the console, the cell of %%hyperpod) -> the outcome."""
@@ -90,14 +90,10 @@ def follow_logs(
         if snapshot.text:
             console.write(prefixer.feed(r, snapshot.text))
     end: LogEvent | None = None
-    shown_state = job.state  # the stream opens with the state it finds: only changes are news
     stream = api.follow(job_id, rank=rank, offsets=offsets)
     try:
         for event in stream:
             if event.type == "status" and event.state is not None and not event.state.finished:
-                if event.state == shown_state:
-                    continue
-                shown_state = event.state
                 reason = f": {event.reason}" if event.reason else ""
                 console.note(f"[job {job_id} {event.state.value}{reason}]")
             elif event.type == "data" and event.rank is not None:
@@ -132,6 +128,7 @@ def _states(values: Sequence[str]) -> list[JobState] | None:
 def do_submit(
     args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
 ) -> Outcome:
+    check_option_order(getattr(args, "misplaced", []), console)
     body = build_submission(args, api, cell=cell)
     if args.dry_run:
         return Outcome(RichRendered.of(api.render(body)))
@@ -159,7 +156,8 @@ def do_submit(
 def _interrupted(job_id: str, console: Console, job: Job | None = None) -> Outcome:
     state = f" (still {job.state.value})" if job is not None else ""
     console.note(
-        f"[stopped following {job_id}{state}; the job keeps running — cancel it with `cancel {job_id}`]"
+        f"[stopped following {job_id}{state}; the job keeps running — cancel it with"
+        f" `{console.prog} cancel {job_id}`]"
     )
     return Outcome(
         RichJob.of(job) if job is not None else None, EXIT_INTERRUPTED, print_value=False
@@ -185,7 +183,7 @@ def do_logs(
         for r in range(job.spec.world_size):
             snapshot = api.logs(args.job, rank=r, tail=args.tail)
             parts.append(f"==> rank {r} <==\n{snapshot.text}")
-        return Outcome(Message("\n".join(parts)))
+        return Outcome(TerminalText("\n".join(parts)))
     return Outcome(LogText(api.logs(args.job, rank=args.rank, tail=args.tail)))
 
 
@@ -352,6 +350,8 @@ def run(
     the next call)."""
     parser = parser or build_parser()
     args = parser.parse_args(list(argv))
+    if args.verb == "submit":
+        args.misplaced = misplaced_options(argv, args.args, parser.options_of("submit"))
     if getattr(args, "json", False):
         console.notes_to_err = True  # stdout is the JSON document
     if cell is not None and args.verb != "submit":
