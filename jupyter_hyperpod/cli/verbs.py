@@ -90,10 +90,14 @@ def follow_logs(
         if snapshot.text:
             console.write(prefixer.feed(r, snapshot.text))
     end: LogEvent | None = None
+    shown_state = job.state  # the stream opens with the state it finds: only changes are news
     stream = api.follow(job_id, rank=rank, offsets=offsets)
     try:
         for event in stream:
             if event.type == "status" and event.state is not None and not event.state.finished:
+                if event.state == shown_state:
+                    continue
+                shown_state = event.state
                 reason = f": {event.reason}" if event.reason else ""
                 console.note(f"[job {job_id} {event.state.value}{reason}]")
             elif event.type == "data" and event.rank is not None:
