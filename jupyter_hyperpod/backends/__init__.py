@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.backend import Orchestrator
+from ..core.environment import paths_of, service_account
 from ..core.registry import BUILTIN, ENTRY_POINTS, backend_class, known_backends
 
 __all__ = [
@@ -28,8 +29,11 @@ __all__ = [
 ]
 
 
-def detect_orchestrator() -> str:
-    """`auto`: kubernetes when a kubeconfig has a current context, slurm when sinfo answers, else local."""
+def detect_orchestrator(settings: Any = None) -> str:
+    """`auto`: kubernetes when a kubeconfig has a current context or this is a pod with a service
+    account (a HyperPod Space), slurm when sinfo answers, else local."""
+    if service_account(paths_of(settings)) is not None:
+        return "kubernetes"
     kubeconfig = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
     for path in kubeconfig.split(os.pathsep):
         try:
@@ -57,5 +61,5 @@ def create_orchestrator(kind: str, settings: Any) -> Orchestrator:
     if chosen is not None:
         return chosen(settings=settings)  # type: ignore[no-any-return]
     if kind == "auto":
-        kind = detect_orchestrator()
+        kind = detect_orchestrator(settings)
     return backend_class(kind)(settings=settings)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import CheckStatus, DiagnosticCheck
+from .environment import detect, paths_of
 from .errors import HyperPodError
 
 Check = DiagnosticCheck
@@ -346,6 +347,16 @@ def check_job_python(settings: Any, kind: str) -> Check:
     return check(name, "pass", f"{found} ({setting}) has jupyter_hyperpod.training and torch")
 
 
+def check_environment(settings: Any) -> Check:
+    """Which environment this is (Studio, a HyperPod Space, plain JupyterLab) and on what
+    evidence: the same facts the defaults are made from (`core/environment.py`)."""
+    found = detect(paths_of(settings))
+    detail = f"{found.title}: " + "; ".join(found.evidence)
+    if found.kind == "space" and found.partition:
+        detail += f"; partition {found.partition} of the file system"
+    return check("environment", "pass", detail)
+
+
 # -- the whole diagnosis -----------------------------------------------------------------------------
 
 
@@ -364,7 +375,8 @@ def login_node_checks(
     GPU metrics: given by the service, which knows that adapter; this module imports none)."""
     configured = settings.orchestrator
     how = "configured" if configured == kind else f"'{configured}' picked"
-    checks = [check("orchestrator", "pass", f"{kind} ({how})")]
+    checks = guard("environment", lambda: check_environment(settings))
+    checks.append(check("orchestrator", "pass", f"{kind} ({how})"))
     checks.extend(guard("shared file system", lambda: check_shared_fs(fs_root, kind)))
     checks.extend(
         guard("partition", lambda: check_partition(partition, settings.partition, settings.user))

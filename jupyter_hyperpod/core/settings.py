@@ -78,6 +78,17 @@ class HyperPodSettings(Configurable):
     studio_metadata_path = Unicode(
         STUDIO_METADATA, config=True, help="SageMaker Studio's metadata file."
     )
+    service_account_dir = Unicode(
+        "/var/run/secrets/kubernetes.io/serviceaccount",
+        config=True,
+        help="Where a pod finds its service account (token, ca.crt, namespace): a HyperPod Space "
+        "talks to its EKS cluster with it when there is no kubeconfig.",
+    )
+    mountinfo_path = Unicode(
+        "/proc/self/mountinfo",
+        config=True,
+        help="This process's mounts (proc(5)): the FSx for Lustre mount of a HyperPod Space.",
+    )
     job_store = Unicode(
         "",
         config=True,
@@ -170,6 +181,11 @@ class HyperPodSettings(Configurable):
         studio_mounts = sorted(glob.glob(STUDIO_FSX_GLOB))
         if len(studio_mounts) == 1:
             return studio_mounts[0]
+        from .environment import detect, paths_of
+
+        space = detect(paths_of(self))
+        if space.kind == "space" and space.fsx is not None:
+            return space.fsx.point  # a HyperPod Space: the FSx claim's mount
         if os.path.isdir("/fsx"):
             return "/fsx"
         return str(Path.home() / "hyperpod-fs")

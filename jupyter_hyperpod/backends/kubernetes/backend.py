@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from traitlets import Bool, Enum, Float, List, Unicode
+from traitlets import Bool, Enum, Float, List, Unicode, default
 
 from ...core.api import DiagnosticCheck
+from ...core.environment import paths_of, service_account
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
 from ...core.models import Capabilities, JobState, Node, WatchCacheStatus, WatchedResource
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
@@ -77,8 +78,16 @@ class KubernetesOrchestrator(Orchestrator):
     namespace = Unicode(
         "default",
         config=True,
-        help="Namespace jobs are created in unless the job asks for another allowed one.",
+        help="Namespace jobs are created in unless the job asks for another allowed one. "
+        "Default: a HyperPod Space's own (its service account's), else 'default'.",
     )
+
+    @default("namespace")
+    def _default_namespace(self) -> str:
+        settings = getattr(self, "settings", None) or self.parent
+        account = service_account(paths_of(settings))
+        return account.namespace if account is not None and account.namespace else "default"
+
     allowed_namespaces = List(
         Unicode(),
         default_value=[],
@@ -156,7 +165,11 @@ class KubernetesOrchestrator(Orchestrator):
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings=settings, **kwargs)
-        self.kube = KubeClient(kubeconfig=self.kubeconfig, context=self.context)
+        self.kube = KubeClient(
+            kubeconfig=self.kubeconfig,
+            context=self.context,
+            in_cluster=service_account(paths_of(settings)),
+        )
         self._followers: dict[tuple[str, int], PodLogFollower] = {}
         self._followers_lock = threading.Lock()
         self._nodes_cache: tuple[float, list[Node]] | None = None

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...core.environment import ServiceAccount
 from ...core.errors import (
     BackendError,
     BackendUnavailable,
@@ -34,6 +35,21 @@ CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
 
 
+def load_in_cluster(account: ServiceAccount, configuration: Any) -> None:
+    """The kubernetes client's own in-cluster loader, on the service account's files (host and
+    port from KUBERNETES_SERVICE_HOST/PORT, the bearer token re-read as the kubelet rotates it)."""
+    from kubernetes.config.incluster_config import InClusterConfigLoader
+
+    InClusterConfigLoader(
+        token_filename=account.token_file,
+        cert_filename=account.ca_file,
+        environ={
+            "KUBERNETES_SERVICE_HOST": account.host,
+            "KUBERNETES_SERVICE_PORT": account.port,
+        },
+    ).load_and_set(configuration)
+
+
 def kubeconfig_paths(explicit: str = "") -> list[str]:
     if explicit:
         return [explicit]
@@ -46,9 +62,13 @@ def kubeconfig_paths(explicit: str = "") -> list[str]:
 class KubeClient:
     """Lazily built, thread-safe access to the typed APIs of one kubeconfig context."""
 
-    def __init__(self, *, kubeconfig: str = "", context: str = "") -> None:
+    def __init__(
+        self, *, kubeconfig: str = "", context: str = "", in_cluster: ServiceAccount | None = None
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.context = context
+        self.in_cluster = in_cluster
+        """A pod's service account (a HyperPod Space), used when no kubeconfig exists."""
         self._lock = threading.Lock()
         self._api_client: Any = None
         self.host: str = ""
@@ -70,8 +90,9 @@ class KubeClient:
                     client_configuration=configuration,
                     persist_config=False,
                 )
-            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-                config.load_incluster_config(client_configuration=configuration)
+            elif self.in_cluster is not None:
+                load_in_cluster(self.in_cluster, configuration)
+                self.context_name = f"in-cluster (namespace {self.in_cluster.namespace})"
             else:
                 raise BackendUnavailable(
                     f"no kubeconfig found (looked at {', '.join(paths)}): connect to a HyperPod EKS "
@@ -86,7 +107,7 @@ class KubeClient:
         # Fail fast when the API server is down; the caller retries on its next refresh.
         configuration.retries = 0
         self.host = configuration.host
-        if not self.context:
+        if not self.context and existing:
             self.context_name = _current_context(existing) or ""
         api = client.ApiClient(configuration)
         api.user_agent = f"{USER_AGENT} {api.user_agent}"
