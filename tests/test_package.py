@@ -75,6 +75,8 @@ def test_wheel_has_the_prebuilt_labextension_and_the_server_config(wheel: Path) 
     assert labext + "install.json" in names
     assert any(n.startswith(labext + "static/remoteEntry.") for n in names)
     assert data + "etc/jupyter/jupyter_server_config.d/jupyter_hyperpod.json" in names
+    # The agent skill file (`jupyter hyperpod mcp --skill` reads it from the package).
+    assert "jupyter_hyperpod/agent/skills/hyperpod-jobs/SKILL.md" in names
     package = json.loads(zipfile.ZipFile(wheel).read(labext + "package.json"))
     assert package["name"] == "jupyter-hyperpod"
     # A production build: no development source maps shipped.
