@@ -19,6 +19,7 @@ from typing import Any
 from .api import CheckStatus, DiagnosticCheck
 from .environment import detect, paths_of
 from .errors import HyperPodError
+from .labcompat import check_jupyterlab
 
 Check = DiagnosticCheck
 COMMAND_TIMEOUT = 10.0
@@ -384,6 +385,7 @@ def login_node_checks(
     checks.extend(guard("job history", lambda: check_job_store(settings)))
     checks.extend(guard(kind, backend))
     checks.extend(guard("job interpreter", lambda: check_job_python(settings, kind)))
+    checks.extend(guard("JupyterLab", check_jupyterlab))
     if kind == "local":
         checks.append(check("AWS", "skip", "not needed for the local cluster"))
     else:
