@@ -34,6 +34,7 @@ from .core.models import (
     AwsClusterList,
     ClusterInfo,
     FileListing,
+    ForgottenJob,
     Job,
     JobList,
     JobMetrics,
@@ -342,6 +343,18 @@ class HyperPodClient:
     def cancel(self, job_id: str) -> Job:
         """Cancel a job (a finished job is returned as it is)."""
         return Job.model_validate(self.request("DELETE", f"jobs/{_quote(job_id)}"))
+
+    def forget(self, job_id: str, *, delete_files: bool = False) -> ForgottenJob:
+        """Remove a job from the history, cancelled first if it still runs; its directory
+        (`.hyperpod/jobs/<id>`) is deleted only when asked, its outputs never."""
+        return ForgottenJob.model_validate(
+            self.request(
+                "DELETE",
+                f"jobs/{_quote(job_id)}",
+                forget="true",
+                delete_files="true" if delete_files else None,
+            )
+        )
 
     def add_event(self, job_id: str, event: str) -> Job:
         """Add one line to the job's events (who acted on it: an agent via MCP)."""

@@ -223,6 +223,17 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     cancel = verb("cancel", "cancel jobs")
     cancel.add_argument("jobs", nargs="+", metavar="JOB")
 
+    forget = verb(
+        "forget",
+        "remove jobs from your history (cancelled first if they still run)",
+        epilog="outputs a job wrote into the partition are never touched; its own directory "
+        "(.hyperpod/jobs/<id>: logs, launch files) is kept unless --delete-files",
+    )
+    forget.add_argument("jobs", nargs="+", metavar="JOB")
+    forget.add_argument(
+        "--delete-files", action="store_true", help="also delete each job's .hyperpod/jobs/<id>"
+    )
+
     files = verb("files", "list a directory of your partition")
     files.add_argument("path", nargs="?", default="")
     files.add_argument(

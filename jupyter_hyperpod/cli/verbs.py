@@ -208,6 +208,19 @@ def do_cancel(
     return Outcome(JobResults(results), print_value=False)
 
 
+def do_forget(
+    args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
+) -> Outcome:
+    results = []
+    for job_id in args.jobs:
+        gone = api.forget(job_id, delete_files=args.delete_files)
+        first = "cancelled, then " if gone.cancelled else ""
+        files = "deleted" if gone.files_deleted else "kept"
+        console.note(f"Job {gone.id} {first}removed from your history; {gone.job_dir} {files}")
+        results.append(gone)
+    return Outcome(results[0] if len(results) == 1 else results, print_value=False)
+
+
 def do_connect(
     args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
 ) -> Outcome:
@@ -329,6 +342,7 @@ VERBS: dict[str, Verb] = {
     "wait": do_wait,
     "logs": do_logs,
     "cancel": do_cancel,
+    "forget": do_forget,
     "files": do_files,
     "templates": do_templates,
     "connect": do_connect,

@@ -23,6 +23,7 @@ from .models import (
     AwsConnectRequest,
     ClusterInfo,
     FileListing,
+    ForgottenJob,
     Job,
     JobList,
     JobMetrics,
@@ -127,6 +128,11 @@ class HyperPodAPI(Protocol):
 
     def add_event(self, job_id: str, event: str) -> Job:
         """Add one line to the job's events (who acted on it: an agent via MCP)."""
+        ...
+
+    def forget(self, job_id: str, *, delete_files: bool = False) -> ForgottenJob:
+        """Remove a job from the history, cancelled first if it still runs; its directory
+        (`.hyperpod/jobs/<id>`) is deleted only when asked, its outputs never."""
         ...
 
     def logs(self, job_id: str, *, rank: int = 0, tail: int = 200) -> LogSnapshot:

@@ -115,6 +115,24 @@ def test_our_options_after_the_script_are_caught(
     shell.run_line_magic("hyperpod", f"cancel {explicit.id}")
 
 
+def test_forget_removes_a_job_and_keeps_its_files_unless_asked(
+    shell: Any, steps_script: Path, partition: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept, deleted = (
+        shell.run_line_magic("hyperpod", f"submit --name {name} project/steps.py 1000 0.05")
+        for name in ("kept", "deleted")
+    )
+    gone = shell.run_line_magic("hyperpod", f"forget {kept.id}")
+    assert gone.cancelled and not gone.files_deleted
+    assert (partition / gone.job_dir).is_dir()
+    assert f"Job {kept.id} cancelled, then removed from your history" in capsys.readouterr().out
+    both = shell.run_line_magic("hyperpod", f"forget {deleted.id} --delete-files")
+    assert both.files_deleted and not (partition / both.job_dir).exists()
+    assert shell.run_line_magic("hyperpod", "jobs") == []
+    with pytest.raises(UsageError, match="no job"):
+        shell.run_line_magic("hyperpod", f"forget {kept.id}")
+
+
 def test_errors_are_usage_errors_with_the_core_message(shell: Any, steps_script: Path) -> None:
     with pytest.raises(UsageError, match="the local cluster has one node: set nodes to 1"):
         shell.run_line_magic("hyperpod", "submit --nodes 2 project/steps.py 1 0")

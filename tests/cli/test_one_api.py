@@ -75,6 +75,10 @@ def scenario(api: HyperPodAPI) -> dict[str, Any]:
     listed = api.jobs(limit=10)
     seen["jobs"] = (listed.total, [j.name for j in listed.jobs])
     seen["succeeded"] = [j.name for j in api.jobs(states=[JobState.SUCCEEDED]).jobs]
+    gone = api.forget(long.id, delete_files=True)
+    seen["forget"] = (gone.id == long.id, gone.cancelled, gone.files_deleted)
+    seen["forget dir"] = gone.job_dir == f".hyperpod/jobs/{long.id}"
+    seen["forgotten"] = [j.id == long.id for j in api.jobs(limit=10).jobs]
 
     errors = []
     for call in (
@@ -118,6 +122,11 @@ async def test_the_service_and_the_client_answer_the_same(
     assert in_process["log_text"].splitlines() == [f"rank 0 step {i} args ['x']" for i in range(3)]
     assert in_process["cancel"] == in_process["cancel again"] == JobState.CANCELLED
     assert in_process["unfinished"] == [True]
+    assert (
+        in_process["forget"] == (True, False, True)
+        and in_process["forget dir"]
+        and in_process["forgotten"] == [False]
+    )
     assert in_process["jobs"] == (2, ["long", "steps"]) and in_process["succeeded"] == ["steps"]
     assert in_process["files"] == [("steps.py", "file")]
     assert [name for name, _, _ in in_process["errors"]] == [
