@@ -243,6 +243,11 @@ class Orchestrator(LoggingConfigurable):
         it is someone else's, NotFound when the cluster does not know it)."""
         raise NotImplementedError
 
+    def claim_hint(self, row: QueueJob) -> str | None:
+        """How I make a row of the queue mine when the cluster records no owner for it (a
+        Kubernetes job applied with kubectl); None where the cluster's own identity decides."""
+        return None
+
     def queue_log(self, row: QueueJob, tail: int) -> bytes:
         """The last `tail` lines of a queue row's log, only when `row.logs_readable`."""
         raise NotImplementedError

@@ -163,8 +163,11 @@ class QueueView:
         service = self.service
         row = self.row(queue_id)
         if not row.mine:
+            hint = service.orchestrator.claim_hint(row) if not row.user else None
             raise Forbidden(
-                f"job {row.id} belongs to {row.user}: others' jobs are read-only", field="id"
+                f"job {row.id} belongs to {row.user or 'nobody this cluster names'}: others' "
+                f"jobs are read-only{f' ({hint})' if hint else ''}",
+                field="id",
             )
         if row.job_id:
             return service.job(row.job_id)

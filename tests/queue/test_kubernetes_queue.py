@@ -295,3 +295,38 @@ def test_adopt_a_kubectl_job_status_logs_cancel_and_restart(
         if key[2] == "bert-ft" and not emulator.objects()[key].deleted
     ]
     assert not gone
+
+
+def test_a_kubectl_job_is_nobodys_until_claimed_with_the_label(
+    service: HyperPodService, k8s: tuple[RbacEmulatorThread, Path]
+) -> None:
+    """Kubernetes records no creator: a job applied with kubectl in my team's namespace without
+    the user label is shown, not mine, and its adoption says how to claim it; once the label is
+    added by hand (what `kubectl label` writes into metadata.labels), it is mine."""
+    emulator = k8s[0]
+    job: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "kubectl-job", "namespace": "team-a", "labels": {}},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Worker": {
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "pytorch", "image": "busybox"}]}},
+                }
+            }
+        },
+    }
+    emulator.put("kubeflow.org/v1/pytorchjobs", job)
+    queue_id = "team-a/PyTorchJob/kubectl-job"
+    row = {r.id: r for r in service.queue(fresh=True).jobs}[queue_id]
+    assert row.user == "" and not row.mine and not row.adoptable
+    with pytest.raises(Forbidden) as refused:
+        service.adopt(queue_id)
+    claim = f"kubectl label -n team-a pytorchjobs kubectl-job hyperpod.jupyter.org/user={ME}"
+    assert claim in refused.value.message
+    job["metadata"]["labels"] = {"hyperpod.jupyter.org/user": ME}
+    emulator.put("kubeflow.org/v1/pytorchjobs", job)
+    row = {r.id: r for r in service.queue(fresh=True).jobs}[queue_id]
+    assert row.mine and row.adoptable and row.user == ME
+    assert service.adopt(queue_id).backend_id == "kubectl-job"

@@ -757,6 +757,11 @@ class KubernetesOrchestrator(Orchestrator):
 
         return adopt(self, queue_id)
 
+    def claim_hint(self, row: QueueJob) -> str | None:
+        from .queue import claim_hint
+
+        return claim_hint(self, row)
+
     def queue_log(self, row: QueueJob, tail: int) -> bytes:
         from .queue import queue_log
 

@@ -249,6 +249,17 @@ def _read(backend: KubernetesOrchestrator, namespace: str, kind: tuple[str, ...]
     )
 
 
+def claim_hint(backend: KubernetesOrchestrator, row: QueueJob) -> str | None:
+    """An unlabelled job is nobody's: the command that claims it (the label added by hand)."""
+    if not row.namespace or not row.kind or row.kind not in JOB_KINDS:
+        return None
+    plural = JOB_KINDS[row.kind][2]
+    return (
+        f"if it is yours, claim it: kubectl label -n {row.namespace} {plural} {row.name} "
+        f"{USER_LABEL}={label_value(backend.identity.name)}"
+    )
+
+
 def adopt(backend: KubernetesOrchestrator, queue_id: str) -> Adoption:
     namespace, kind, name = parse_id(queue_id)
     try:
