@@ -166,3 +166,26 @@ async def test_the_endpoint_refuses_without_the_token(
         )  # fmt: skip
         assert response.code == 403
     assert endpoint(jp_serverapp).endswith("/hyperpod/mcp")
+
+
+async def test_why_explains_a_pending_job(jp_serverapp: Any, api: Any, scripts: Path) -> None:
+    """local_max_parallel_jobs is 2 here: a third job waits, and why says what holds it."""
+    (scripts / "sleeps.py").write_text("import time\ntime.sleep(60)\n")
+    async with http_session(jp_serverapp, "?actions=on") as client:
+        ids = []
+        for n in range(3):
+            spec = {"name": f"agent-wait-{n}", "command": ["project/sleeps.py"]}
+            token = structured(await client.call_tool("render", {"spec": spec}))["preview_token"]
+            job = structured(
+                await client.call_tool("submit", {"spec": spec, "preview_token": token})
+            )
+            ids.append(job["id"])
+        await api.wait_for(ids[0], {"RUNNING"})
+        await api.wait_for(ids[1], {"RUNNING"})
+        why = structured(await client.call_tool("why", {"job_id": ids[2]}))
+        assert why["state"] == "PENDING"
+        assert why["summary"].startswith(f"job {ids[2]} is pending: ")
+        assert "waiting for a free slot" in why["summary"]  # the local queue's own words
+        assert why["queue"]["position"] == 1  # its queue row: first of the pending
+        for n, job_id in enumerate(ids):
+            await client.call_tool("cancel", {"job_id": job_id, "name": f"agent-wait-{n}"})
