@@ -6,6 +6,8 @@ account files), written to temporary paths the settings name."""
 from __future__ import annotations
 
 import json
+import os
+import pwd
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 
 from jupyter_hyperpod.backends import detect_orchestrator
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
-from jupyter_hyperpod.core.diagnose import check_environment
+from jupyter_hyperpod.core.diagnose import check_environment, check_identity
 from jupyter_hyperpod.core.environment import detect, parse_mountinfo, paths_of
 from jupyter_hyperpod.core.settings import HyperPodSettings
 
@@ -107,3 +109,17 @@ def test_studio_and_plain_jupyterlab(
     two = detect(paths_of(HyperPodSettings(**{**space, "mountinfo_path": str(tmp_path / "two")})))
     assert two.kind == "jupyterlab" and two.fsx is None
     assert "2 Lustre mounts (/fsx, /fsx2): none picked" in two.evidence
+
+
+def test_doctor_says_who_the_user_is_to_each_system(tmp_path: Path) -> None:
+    metadata = tmp_path / "resource-metadata.json"
+    metadata.write_text(json.dumps({"UserProfileName": "Data-Scientist"}))
+    me = pwd.getpwuid(os.getuid()).pw_name
+    shown = check_identity(HyperPodSettings(studio_metadata_path=str(metadata)))
+    assert shown.detail.startswith("user Data-Scientist (from the studio metadata")
+    assert f"runs as {me} (uid {os.getuid()}" in shown.detail
+    if os.getuid() == 0:  # root for a name this machine has no account for: fail closed
+        assert shown.status == "warn" and "not a POSIX account here" in shown.detail
+        assert "c.HyperPodSettings.user" in shown.fix
+    plain = check_identity(HyperPodSettings(studio_metadata_path=str(tmp_path / "none")))
+    assert plain.status == "pass" and plain.detail.startswith(f"user {me} (from the os user")

@@ -19,6 +19,7 @@ from typing import Any
 from .api import CheckStatus, DiagnosticCheck
 from .environment import detect, paths_of
 from .errors import HyperPodError
+from .identity import identity_of
 from .labcompat import check_jupyterlab
 
 Check = DiagnosticCheck
@@ -358,6 +359,26 @@ def check_environment(settings: Any) -> Check:
     return check("environment", "pass", detail)
 
 
+def check_identity(settings: Any) -> Check:
+    """Who the user is to each system (`core/identity.py`): the display name, the uid Slurm and
+    the OS see, whose permissions decide others' logs (a warning when nobody's: fail closed)."""
+    me = identity_of(settings)
+    detail = (
+        f"user {me.name} (from the {me.source}: display name, partition, Kubernetes label); "
+        f"runs as {me.login} (uid {me.uid}: what Slurm and the OS see)"
+    )
+    if me.reader is None:
+        return check(
+            "identity",
+            "warn",
+            f"{detail}; others' logs are refused: {me.name} is not a POSIX account here",
+            "set c.HyperPodSettings.user to your POSIX user name, or run the server as that user",
+        )
+    if me.reader.uid != me.uid:
+        detail += f"; others' logs are shown where {me.reader.name} may read them"
+    return check("identity", "pass", detail)
+
+
 # -- the whole diagnosis -----------------------------------------------------------------------------
 
 
@@ -377,6 +398,7 @@ def login_node_checks(
     configured = settings.orchestrator
     how = "configured" if configured == kind else f"'{configured}' picked"
     checks = guard("environment", lambda: check_environment(settings))
+    checks.extend(guard("identity", lambda: check_identity(settings)))
     checks.append(check("orchestrator", "pass", f"{kind} ({how})"))
     checks.extend(guard("shared file system", lambda: check_shared_fs(fs_root, kind)))
     checks.extend(
