@@ -386,6 +386,9 @@ def test_hostile_paths_through_the_real_server(user_server: LiveServer) -> None:
             tally.escape(f"listing of {path!r} answered path {answer['path']!r}")
         if status == 200 and {e["name"] for e in answer["entries"]} & {"secret.yaml", "notes.txt"}:
             tally.escape(f"listing of {path!r} shows bob's files")
+        status, answer = call("GET", f"files/text?path={quoted}")  # the agents' read_file
+        if status == 200 and "bob" in str(answer.get("text", "")):
+            tally.escape(f"files/text of {path!r} read bob's file")
         call("POST", "jobs/render", {"name": "p", "command": ["run.py"], "workdir": path})
         count["examples"] += 1
         template, param = ROTATION[count["examples"] % len(ROTATION)]
