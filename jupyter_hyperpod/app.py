@@ -9,6 +9,7 @@ from pathlib import Path
 from jupyter_server.extension.application import ExtensionApp
 
 from .agent.http import MCP_ROUTE, McpEndpoint, McpHandler
+from .byo_handlers import ApplyHandler
 from .core.service import HyperPodService
 from .core.settings import HyperPodSettings
 from .gpu import GpuMetrics
@@ -61,6 +62,7 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/files/text", FileTextHandler),
     (f"{API}/templates", TemplatesHandler),
     (f"{API}/jobs/render", RenderHandler),
+    (f"{API}/jobs/apply", ApplyHandler),
     (f"{API}/jobs", JobsHandler),
     (f"{API}/jobs/{JOB_ID}", JobHandler),
     (f"{API}/jobs/{JOB_ID}/events", JobEventsHandler),

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from .core import errors, logprotocol
 from .core.api import Diagnosis, FileText, SubmitBody, request_body
+from .core.byo import AppliedFile
 from .core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, NotFound
 from .core.logprotocol import LogEvent, RankArg
 from .core.models import (
@@ -328,6 +329,23 @@ class HyperPodClient:
         """Submit a job spec (`name`, `command`, `workdir`, `nodes`...) or a template
         (`name`, `template`, `params`); keyword fields are merged into `spec`."""
         return Job.model_validate(self.request("POST", "jobs", request_body(spec, fields)))
+
+    def apply(
+        self,
+        text: str = "",
+        /,
+        *,
+        filename: str = "",
+        fix: bool = False,
+        dry_run: bool = False,
+        resubmit: str | None = None,
+    ) -> AppliedFile:
+        """Submit my own manifest or sbatch script as it is (checked, policed, marked; `dry_run`
+        previews, `fix` accepts the offered fixes, `resubmit` sends a job's stored file again)."""
+        body: dict[str, Any] = {"text": text, "filename": filename, "fix": fix, "dry_run": dry_run}
+        if resubmit:
+            body["resubmit"] = resubmit
+        return AppliedFile.model_validate(self.request("POST", "jobs/apply", body))
 
     def jobs(
         self, *, states: Sequence[JobState] | None = None, limit: int = 100, offset: int = 0

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .core.api import Diagnosis, FileText, JobEventRequest
+from .core.byo import AppliedFile, ApplyRequest
 from .core.models import (
     AwsClusterList,
     AwsConnectRequest,
@@ -69,6 +70,8 @@ MODELS: list[type[BaseModel]] = [
     QueuePage,
     AdoptRequest,
     QueueLogs,
+    ApplyRequest,
+    AppliedFile,
     ErrorResponse,
 ]
 
@@ -250,6 +253,28 @@ def _paths() -> dict[str, Any]:
                 "summary": "What would be submitted (command, sbatch script or manifest)",
                 "requestBody": SUBMIT_BODY,
                 "responses": {"200": _json(Rendered, "Preview"), **_errors(400, 503)},
+            }
+        },
+        "/jobs/apply": {
+            "post": {
+                "summary": "Submit my own manifest or sbatch script as it is",
+                "description": (
+                    "A PyTorchJob or HyperPodPyTorchJob manifest (Kubernetes) or an sbatch "
+                    "script (Slurm), checked with the API's models, the admin's policy (403 "
+                    "naming the rule) and the operator's rules first. `dry_run` answers what "
+                    "would be sent with every change marked and the fixes offered "
+                    "(`problems`, `fix_diff`); a file with problems is refused (400) unless "
+                    "`fix` accepts them. The job is then tracked like any other."
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(ApplyRequest)}},
+                },
+                "responses": {
+                    "200": _json(AppliedFile, "The preview (dry run): nothing created"),
+                    "201": _json(AppliedFile, "Sent: `job` is the job created"),
+                    **_errors(400, 403, 404, 409, 503),
+                },
             }
         },
         "/jobs": {

@@ -7,6 +7,7 @@ import sys
 from typing import Any, NoReturn
 
 from ..core.api import RankArg
+from .apply_verb import add_apply
 from .exits import EXIT_CODES_HELP, EXIT_USAGE, CommandError, HelpShown
 from .queue_verb import add_queue_parser
 
@@ -292,6 +293,7 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
         )
     )
     add_queue_parser(verb)
+    add_apply(verb)
 
     mcp = verb(
         "mcp",

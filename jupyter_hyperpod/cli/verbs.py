@@ -25,6 +25,7 @@ from ..render import (
     TemplateResults,
 )
 from ..terminal_text import TerminalText
+from .apply_verb import do_apply
 from .exits import (
     EXIT_INTERRUPTED,
     EXIT_JOB_FAILED,
@@ -355,6 +356,7 @@ VERBS: dict[str, Verb] = {
 
 def run(
     argv: Sequence[str],
+    "apply": do_apply,
     *,
     console: Console,
     api: HyperPodAPI | None = None,
@@ -372,9 +374,10 @@ def run(
         args.misplaced = misplaced_options(argv, args.args, parser.options_of("submit"))
     if getattr(args, "json", False):
         console.notes_to_err = True  # stdout is the JSON document
-    if cell is not None and args.verb != "submit":
+    if cell is not None and args.verb not in ("submit", "apply"):
         raise CommandError(
-            "%%hyperpod (a cell) only works with submit: %%hyperpod submit [options]", EXIT_USAGE
+            "%%hyperpod (a cell) only works with submit and apply: %%hyperpod submit [options]",
+            EXIT_USAGE,
         )
     if args.verb == "admin":  # the admin's tools touch the file system and AWS, no core
         from ..admin.cli import partitions

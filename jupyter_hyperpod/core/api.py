@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field, ValidationError
 
 from ..gpu.models import GpuNodes, JobGpu
+from .byo import AppliedFile
 from .errors import InvalidRequest, validation_error
 
 # The log events of `follow` are the frames of the one log protocol.
@@ -114,6 +115,20 @@ class HyperPodAPI(Protocol):
 
     def submit(self, spec: SubmitBody | None = None, /, **fields: Any) -> Job:
         """Submit a spec or a template submission; keyword fields are merged into it."""
+        ...
+
+    def apply(
+        self,
+        text: str = "",
+        /,
+        *,
+        filename: str = "",
+        fix: bool = False,
+        dry_run: bool = False,
+        resubmit: str | None = None,
+    ) -> AppliedFile:
+        """Submit the user's own manifest or sbatch script (core/byo.py): checked with the real
+        schemas, the admin's policy and the operator's rules; every change marked."""
         ...
 
     def jobs(

@@ -17,6 +17,8 @@ from typing import Any, ClassVar, Literal
 from traitlets.config import LoggingConfigurable
 
 from .api import DiagnosticCheck
+from .byo import FileContext, PreparedFile
+from .errors import InvalidRequest
 from .identity import Identity, identity_of
 from .models import Capabilities, JobSpec, JobState, Node, RankInfo, WatchCacheStatus
 from .queue import Adoption, QueueJob, QueueSnapshot
@@ -216,6 +218,20 @@ class Orchestrator(LoggingConfigurable):
 
     def submit(self, launch: Launch) -> JobUpdate:
         """Start (or queue) the job; returns at least backend_id and state."""
+        raise NotImplementedError
+
+    # -- the user's own files (core/byo.py) -----------------------------------------------
+    def prepare_file(self, context: FileContext) -> PreparedFile:
+        """A user's manifest or sbatch script, read in this backend's format, checked with its
+        schemas and the admin's policy, marked as ours: what `submit_file` would send."""
+        raise InvalidRequest(
+            f"the {self.kind} cluster runs no manifest or sbatch script: submit the program "
+            "(a template or a command) instead",
+            field="text",
+        )
+
+    def submit_file(self, prepared: PreparedFile, context: FileContext) -> JobUpdate:
+        """Send a prepared file; the job is then tracked like an adopted one."""
         raise NotImplementedError
 
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:

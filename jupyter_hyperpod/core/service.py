@@ -34,6 +34,17 @@ from .api import (
     request_body,
 )
 from .backend import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, StoredJob
+from .byo import (
+    STORED_NAME,
+    AppliedFile,
+    ApplyRequest,
+    FileContext,
+    PreparedFile,
+    apply_request,
+    problems_message,
+    stored_suffix,
+    unified,
+)
 from .catalog import TemplateCatalog, TemplateContext, load_catalog
 from .errors import (
     AwsDenied,
@@ -42,6 +53,7 @@ from .errors import (
     InvalidRequest,
     NotConnected,
     NotFound,
+    PathNotAllowed,
     validation_error,
 )
 from .launch import check_program
@@ -478,6 +490,150 @@ class HyperPodService:
         """Refresh now, in this thread, unless one finished less than max_age seconds ago (one
         at a time with the tracker's background refresh). Readers never call this."""
         self.tracker.refresh(max_age)
+    # -- the user's own files (core/byo.py; the backend reads its own format) ------------
+    def check_cluster_path(self, path: str, field: str) -> None:
+        """A path as the cluster sees it must be in the user's partition (through the one
+        resolver: symlinks followed on this machine)."""
+        partition = PurePosixPath(self.to_cluster(self.partition.root))
+        if ".." in PurePosixPath(path).parts:
+            raise PathNotAllowed(f"{field}: '{path}' has '..' (rule: paths)", field=field)
+        try:
+            relative = PurePosixPath(path).relative_to(partition)
+        except ValueError:
+            raise PathNotAllowed(
+                f"{field}: '{path}' is outside your partition ({partition}) (rule: paths)",
+                field=field,
+            ) from None
+        self.partition.resolve(relative.as_posix() if relative.parts else "", field=field)
+
+    def _file_context(self, request: ApplyRequest, job_id: str) -> FileContext:
+        job_dir = self.partition.root / JOBS_DIR / job_id
+        return FileContext(
+            text=request.text,
+            filename=request.filename,
+            job_id=job_id,
+            user=self.settings.user,
+            fix=request.fix,
+            partition=self.to_cluster(self.partition.root),
+            job_dir=self.to_cluster(job_dir),
+            job_dir_local=job_dir,
+            check_path=self.check_cluster_path,
+        )
+
+    def apply(
+        self,
+        text: str = "",
+        /,
+        *,
+        filename: str = "",
+        fix: bool = False,
+        dry_run: bool = False,
+        resubmit: str | None = None,
+    ) -> AppliedFile:
+        """Submit the user's own manifest or sbatch script as it is (plus our marks, shown):
+        checked with the real schemas, the admin's policy and the operator's rules first;
+        `dry_run` previews, `fix` accepts the offered fixes, `resubmit` sends a job's stored
+        file again. The job is then tracked like any other."""
+        request = apply_request(
+            {"text": text, "filename": filename, "fix": fix, "dry_run": dry_run}
+            | ({"resubmit": resubmit} if resubmit else {})
+        )
+        if request.resubmit:
+            request = self._stored_request(request)
+        first = self.orchestrator.prepare_file(self._file_context(request, "job-xxxxxx"))
+        name = _job_name(first.name)
+        job_id = f"{name[:55]}-{'xxxxxx' if request.dry_run else secrets.token_hex(3)}"
+        context = self._file_context(request, job_id)
+        prepared = self.orchestrator.prepare_file(context)
+        shown = request.filename or f"job{stored_suffix(prepared.format)}"
+        answer = AppliedFile(
+            format=prepared.format,
+            language=prepared.language,
+            filename=shown,
+            text=prepared.text,
+            diff=unified(prepared.original, prepared.text, shown),
+            changes=prepared.changes,
+            problems=prepared.problems,
+            fix_diff=unified(prepared.original, prepared.fixed, shown) if prepared.fixed else "",
+            warnings=prepared.warnings,
+            dry_run=request.dry_run,
+        )
+        if request.dry_run:
+            return answer
+        if prepared.problems and not (request.fix and prepared.fixed == prepared.text):
+            raise InvalidRequest(problems_message(prepared.problems, shown), field="text")
+        return answer.model_copy(update={"job": self._submit_file(request, prepared, context)})
+
+    def _stored_request(self, request: ApplyRequest) -> ApplyRequest:
+        job, _ = self._get(str(request.resubmit), connected=True)
+        stored = job.spec.params.get("applied_file")
+        if not stored:
+            raise InvalidRequest(
+                f"job {job.id} was not submitted from a file: resubmit it from the form",
+                field="resubmit",
+            )
+        path = self.partition.resolve(str(stored), field="resubmit")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise NotFound(
+                f"the stored file of job {job.id} ({stored}) cannot be read: {error.strerror}",
+                field="resubmit",
+            ) from None
+        return request.model_copy(
+            update={
+                "text": text,
+                "filename": str(job.spec.params.get("filename") or ""),
+                "fix": bool(job.spec.params.get("fix")) or request.fix,
+            }
+        )
+
+    def _submit_file(
+        self, request: ApplyRequest, prepared: PreparedFile, context: FileContext
+    ) -> Job:
+        self.partition.ensure()
+        job_id = context.job_id
+        stored = f"{JOBS_DIR}/{job_id}/{STORED_NAME}{stored_suffix(prepared.format)}"
+        spec = JobSpec(
+            name=_job_name(prepared.name),
+            command=prepared.command or [f"({prepared.format} {request.filename})"],
+            nodes=prepared.nodes,
+            gpus_per_node=prepared.gpus_per_node,
+            image=prepared.image,
+            kind=prepared.kind,
+            namespace=prepared.namespace,
+            queue=prepared.queue,
+            params={
+                "applied_file": stored,
+                "filename": request.filename,
+                "fix": request.fix,
+            },
+        )
+        job = Job(
+            id=job_id,
+            name=spec.name,
+            user=self.settings.user,
+            orchestrator=self.orchestrator.kind,
+            state=JobState.PENDING,
+            created=time.time(),
+            spec=spec,
+            events=[f"submitted from {request.filename or 'a file'} (stored as {stored})"],
+        )
+        data = {"mlflow_uri": self.mlflow_uri_for_jobs}
+        self.store.insert(job, self.cluster_name, data)
+        try:
+            with self.partition.new_directory(context.job_dir_local, shown=f"{JOBS_DIR}/{job_id}"):
+                (
+                    context.job_dir_local / f"{STORED_NAME}{stored_suffix(prepared.format)}"
+                ).write_text(request.text, encoding="utf-8")
+                update = self.orchestrator.submit_file(prepared, context)
+        except BaseException:
+            self.store.delete(job_id)
+            raise
+        update.events = [*job.events, *(update.events or [])]
+        self.tracker.nudge(now=True)
+        return self._save(job, data, update)
+
 
     def _tracked_refresh(self) -> float | None:
         """What the tracker runs: returns the age of the youngest unfinished job (or None)."""
@@ -937,3 +1093,11 @@ def _apply(job: Job, update: JobUpdate) -> Job:
     ):
         changes["ended"] = time.time()
     return job.model_copy(update=changes)
+def _job_name(name: str) -> str:
+    """A file's job name as a job name of ours (RFC 1123, at most 52 characters)."""
+    import re
+
+    cleaned = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:52].strip("-")
+    return cleaned or "job"
+
+

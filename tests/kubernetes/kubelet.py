@@ -442,9 +442,12 @@ class PodRun(threading.Thread):
             if claim:
                 if claim not in self.kubelet.claims:
                     raise RuntimeError(f"persistentvolumeclaim {claim!r} not found")
-                mounts.append(
-                    {"mountPath": item["mountPath"], "hostPath": self.kubelet.claims[claim]}
-                )
+                # subPath: "Path within the volume from which the container's volume should
+                # be mounted" (core/v1 VolumeMount; the kubelet mounts <volume>/<subPath>).
+                source = self.kubelet.claims[claim]
+                if item.get("subPath"):
+                    source = os.path.join(source, str(item["subPath"]).strip("/"))
+                mounts.append({"mountPath": item["mountPath"], "hostPath": source})
             elif (volume.get("hostPath") or {}).get("path") == item["mountPath"]:
                 continue  # /dev/shm on /dev/shm: already this machine's
             elif "emptyDir" in volume:

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from traitlets import Bool, Enum, Float, List, Unicode, default
 
 from ...core.api import DiagnosticCheck
+from ...core.byo import FileContext, PreparedFile
 from ...core.environment import paths_of, service_account
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
 from ...core.models import Capabilities, JobState, Node, WatchCacheStatus, WatchedResource
@@ -41,6 +42,7 @@ from .manifest import (
 )
 from .nodes import EFA_RESOURCE, GPU_RESOURCES, allocated_by_node, node_from_k8s
 from .state import KubernetesState
+from .user_manifest import UserManifestPolicy, prepare_manifest
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +163,20 @@ class KubernetesOrchestrator(Orchestrator):
         config=True,
         help="Seconds a watch asks the API server to run before it is renewed (times a random "
         "factor in [1, 2), like client-go's reflector).",
+    )
+
+    user_host_paths = List(
+        Unicode(),
+        default_value=[],
+        config=True,
+        help="Host paths a user's own manifest may mount (besides /dev/shm), e.g. "
+        "/mnt/k8s-disks/0 (`jupyter hyperpod apply`).",
+    )
+    user_service_accounts = List(
+        Unicode(),
+        default_value=[],
+        config=True,
+        help="Service accounts a user's own manifest may name; default: only `service_account`.",
     )
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
@@ -436,6 +452,74 @@ class KubernetesOrchestrator(Orchestrator):
                 workers=launch.spec.nodes,
                 split_ranks=split_ranks(launch.spec, kind),
                 job_dir_local=str(launch.job_dir_local),
+            ),
+        )
+
+    # -- the user's own manifests (user_manifest.py) ---------------------------------------
+    def user_policy(self, context: FileContext) -> UserManifestPolicy:
+        owner = None
+        if self.run_as_partition_owner:
+            from ...admin.owner import pod_security_context
+
+            found = pod_security_context(context.job_dir_local)
+            if found:
+                owner = {"runAsUser": found["runAsUser"], "runAsGroup": found["runAsGroup"]}
+        accounts = list(self.user_service_accounts) or (
+            [self.service_account] if self.service_account else []
+        )
+        return UserManifestPolicy(
+            namespace=self.namespace,
+            allowed_namespaces=list(self.allowed_namespaces),
+            pvc_name=self.pvc_name,
+            fs_mount=self.fs_mount,
+            host_paths=list(self.user_host_paths),
+            service_accounts=accounts,
+            run_as_owner=owner,
+        )
+
+    def prepare_file(self, context: FileContext) -> PreparedFile:
+        return prepare_manifest(context, self.user_policy(context))
+
+    def submit_file(self, prepared: PreparedFile, context: FileContext) -> JobUpdate:
+        group, version, plural, kind = JOB_KINDS[str(prepared.kind)]
+        manifest = prepared.payload
+        name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+        try:
+            self.kube.call(
+                f"create {kind} {name} in namespace {namespace}",
+                self.kube.custom.create_namespaced_custom_object,
+                group,
+                version,
+                namespace,
+                plural,
+                manifest,
+            )
+        except Conflict:
+            raise Conflict(
+                f"a {kind} named '{name}' already exists in namespace {namespace}: delete it "
+                "(cancel its job) or rename this one (metadata.name)",
+                field="metadata.name",
+            ) from None
+        except NotFound as exc:
+            raise InvalidRequest(
+                f"the cluster does not serve {kind} ({group}/{version}): is its training operator "
+                f"installed? ({exc.message})",
+                field="kind",
+            ) from exc
+        return JobUpdate(
+            state=JobState.PENDING,
+            backend_id=name,
+            events=[f"created {kind} {namespace}/{name} from {context.filename or 'your file'}"],
+            data=KubernetesState(
+                namespace=namespace,
+                kind=kind,
+                group=group,
+                version=version,
+                plural=plural,
+                workers=prepared.nodes,
+                split_ranks=False,
+                job_dir_local=str(context.job_dir_local),
+                adopted=True,
             ),
         )
 
