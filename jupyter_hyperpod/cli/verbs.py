@@ -330,6 +330,13 @@ def do_mcp(
     """Serve MCP on stdin/stdout until the agent closes them (`agent/server.py`)."""
     from ..agent.stdio import serve
 
+    if console.prog.startswith("%"):  # a kernel's stdin/stdout are not an agent's
+        raise CommandError(
+            "mcp serves an agent on stdin/stdout: start `jupyter hyperpod mcp` from the agent's "
+            "MCP configuration (or use the server's endpoint hyperpod/mcp), not in a notebook",
+            EXIT_USAGE,
+        )
+
     serve(api, allow_actions=args.allow_actions)
     return Outcome(None, print_value=False)
 

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.cli.conftest import jupyter_env  # noqa: F401  (the CLI's config files)
+from tests.cli.conftest import jupyter_env, shell  # noqa: F401  (config files, IPython)
 
 STEPS = """\
 import sys, time

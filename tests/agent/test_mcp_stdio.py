@@ -97,3 +97,11 @@ def test_the_skill_file_prints_and_has_its_front_matter(jupyter_env: dict[str, s
     assert len(meta["description"]) <= 1024
     for step in ("Discover", "Render", "Submit", "Follow", "Diagnose", "Compare"):
         assert f". {step}" in body
+
+
+def test_the_magic_prints_the_skill_but_never_serves_in_a_kernel(shell: Any) -> None:
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="not in a notebook"):
+        shell.run_line_magic("hyperpod", "mcp --allow-actions")
+    assert "name: hyperpod-jobs" in str(shell.run_line_magic("hyperpod", "mcp --skill"))
