@@ -356,6 +356,7 @@ VERBS: dict[str, Verb] = {
     "connect": do_connect,
     "doctor": do_doctor,
     "queue": do_queue,
+    "apply": do_apply,
     "mcp": do_mcp,
 }
 """Every verb of the parser, by name."""
@@ -363,7 +364,6 @@ VERBS: dict[str, Verb] = {
 
 def run(
     argv: Sequence[str],
-    "apply": do_apply,
     *,
     console: Console,
     api: HyperPodAPI | None = None,
