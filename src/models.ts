@@ -194,6 +194,23 @@ export interface IJobSpec {
   params?: Record<string, unknown>;
   /** Spec fields set on top of what the template built (kept for resubmit). */
   overrides?: Record<string, unknown>;
+  /** Hang and straggler detection; null: the admin's defaults. */
+  watchdog?: IWatchdogSpec | null;
+  /** Nodes the job must not run on (a resubmit without a suspect node). */
+  exclude_nodes?: string[];
+}
+
+/** The job's watchdog; a field left null takes the admin's default. */
+export interface IWatchdogSpec {
+  enabled?: boolean;
+  step_pattern?: string | null;
+  hang_factor?: number | null;
+  hang_floor_seconds?: number | null;
+  start_cutoff_seconds?: number | null;
+  straggler_fraction?: number | null;
+  straggler_windows?: number | null;
+  window_seconds?: number | null;
+  auto_cancel_minutes?: number | null;
 }
 
 export interface ITemplateSubmission {
@@ -261,6 +278,38 @@ export interface IJob {
   mlflow_run_url: string | null;
   /** Running jobs: how far they are, parsed by the server from what they print. */
   progress?: IJobProgress | null;
+  /** Running jobs: step clocks per rank, hang and stragglers. */
+  watchdog?: IJobWatchdog | null;
+}
+
+/** One rank's step clock: the last step it printed and when the server saw it. */
+export interface IRankClock {
+  rank: number;
+  node: string | null;
+  step: number | null;
+  last_step_at: number | null;
+  step_seconds: number | null;
+  rate: number | null;
+}
+
+export interface IStraggler {
+  rank: number;
+  node: string | null;
+  rate: number;
+  others_rate: number;
+  windows: number;
+}
+
+/** What the watchdog sees of a running job: a state detail, the job stays RUNNING. */
+export interface IJobWatchdog {
+  /** Set while stalled: the last step on any rank (or the start). */
+  stalled_since: number | null;
+  stalled_detail: string | null;
+  bound_seconds: number;
+  stopped_first: IRankClock[];
+  stragglers: IStraggler[];
+  ranks: IRankClock[];
+  auto_cancel_at: number | null;
 }
 
 export interface IJobProgress {

@@ -16,6 +16,8 @@ JOB_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$"
 """RFC 1123 label, short enough for Kubernetes to append pod suffixes; valid for Slurm too."""
 
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NODE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+"""A Slurm node or Kubernetes node name (RFC 1123 subdomain, Slurm's host names)."""
 
 
 class JobState(str, Enum):
@@ -189,6 +191,60 @@ class FileListing(BaseModel):
     note: str | None = Field(None, description="Why entries were skipped, and what to do")
 
 
+STEP_PATTERN_HELP = (
+    "A regular expression that matches one of the job's step lines: its group 'step' (or its "
+    "first group) is the step number; without a group each matching line counts one step"
+)
+
+
+class WatchdogSpec(StrictModel):
+    """The job's watchdog (`core/watchdog.py`); a field left null takes the admin's default
+    (`c.HyperPodSettings.watchdog_*`). Hang: no new step on any rank for max(hang_factor x the
+    median step time, hang_floor_seconds), or no first step within start_cutoff_seconds.
+    Straggler: a rank below straggler_fraction of the others' median step rate for
+    straggler_windows windows in a row."""
+
+    enabled: bool = Field(True, description="Watch this job at all")
+    step_pattern: str | None = Field(
+        None, max_length=500, description=STEP_PATTERN_HELP + " (besides the built-in ones)"
+    )
+    hang_factor: float | None = Field(
+        None, gt=0, le=1000, description="k: a hang is k median step times without a step"
+    )
+    hang_floor_seconds: float | None = Field(
+        None, ge=1, le=7 * 86400, description="The shortest hang bound, seconds (at most a week)"
+    )
+    start_cutoff_seconds: float | None = Field(
+        None, ge=1, le=7 * 86400, description="Seconds the first step may take (at most a week)"
+    )
+    straggler_fraction: float | None = Field(
+        None, gt=0, lt=1, description="A straggler steps slower than this share of the others"
+    )
+    straggler_windows: int | None = Field(
+        None, ge=1, le=1000, description="Windows in a row a straggler must stay slow"
+    )
+    window_seconds: float | None = Field(
+        None, ge=0.5, le=86400, description="Length of one step-rate window, seconds"
+    )
+    auto_cancel_minutes: float | None = Field(
+        None,
+        gt=0,
+        le=7 * 24 * 60,
+        description="Cancel the job once it has been stalled this long (null: never)",
+    )
+
+    @field_validator("step_pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"the pattern does not compile: {error}") from None
+        return value
+
+
 class JobSpec(StrictModel):
     """A job, as the panel, the magics, the CLI and the REST API all submit it."""
 
@@ -237,6 +293,15 @@ class JobSpec(StrictModel):
         description="Spec fields set on top of what the template built (CLI options such as "
         "--launcher): kept so that a resubmit builds the same spec",
     )
+    watchdog: WatchdogSpec | None = Field(
+        None, description="Hang and straggler detection; null: the admin's defaults"
+    )
+    exclude_nodes: list[str] = Field(
+        default_factory=list,
+        max_length=256,
+        description="Nodes the job must not run on (Slurm --exclude, Kubernetes nodeAffinity "
+        "NotIn): a resubmit without a suspect node",
+    )
 
     @field_validator("command")
     @classmethod
@@ -255,6 +320,14 @@ class JobSpec(StrictModel):
                 raise ValueError(f"'{key}' is not a valid environment variable name")
             if "\x00" in item:
                 raise ValueError(f"the value of {key} contains a NUL byte")
+        return value
+
+    @field_validator("exclude_nodes")
+    @classmethod
+    def _node_names(cls, value: list[str]) -> list[str]:
+        for node in value:
+            if not NODE_NAME_PATTERN.match(node):
+                raise ValueError(f"'{node}' is not a node name (letters, digits, '.', '_', '-')")
         return value
 
     @field_validator("workdir")
@@ -369,6 +442,44 @@ class JobProgress(BaseModel):
     )
 
 
+class RankClock(BaseModel):
+    """One rank's step clock: the last step it printed and when the tracker saw it."""
+
+    rank: int
+    node: str | None = None
+    step: int | None = Field(None, description="The last step number seen (null: none yet)")
+    last_step_at: float | None = Field(None, description="When that step was seen (Unix time)")
+    step_seconds: float | None = Field(None, description="The rank's median seconds per step")
+    rate: float | None = Field(None, description="Steps per second in the last closed window")
+
+
+class Straggler(BaseModel):
+    rank: int
+    node: str | None = None
+    rate: float = Field(description="The rank's steps per second in the last window")
+    others_rate: float = Field(description="The median rate of the other ranks")
+    windows: int = Field(description="Windows in a row it has been this slow")
+
+
+class JobWatchdog(BaseModel):
+    """What the watchdog sees of a running job (`core/watchdog.py`): a state detail, the job
+    stays RUNNING."""
+
+    stalled_since: float | None = Field(
+        None, description="Set while stalled: the last step on any rank (or the start)"
+    )
+    stalled_detail: str | None = Field(None, description="Why it counts as stalled")
+    bound_seconds: float = Field(description="Seconds without a step that count as a hang now")
+    stopped_first: list[RankClock] = Field(
+        default_factory=list, description="While stalled: the ranks that stopped first"
+    )
+    stragglers: list[Straggler] = Field(default_factory=list)
+    ranks: list[RankClock] = Field(default_factory=list)
+    auto_cancel_at: float | None = Field(
+        None, description="While stalled with auto_cancel_minutes: when it will be cancelled"
+    )
+
+
 class Job(BaseModel):
     id: str
     name: str
@@ -390,6 +501,9 @@ class Job(BaseModel):
     )
     progress: JobProgress | None = Field(
         None, description="Running jobs: step/total, elapsed, ETA and last loss from the log"
+    )
+    watchdog: JobWatchdog | None = Field(
+        None, description="Running jobs: step clocks per rank, hang and stragglers"
     )
     mlflow_run_url: str | None = None
     stale_reason: str | None = Field(

@@ -56,6 +56,7 @@ from .errors import (
     PathNotAllowed,
     validation_error,
 )
+from .jobwatch import JobWatch
 from .launch import check_program
 from .logprotocol import Follow, follow_events, settle
 from .models import (
@@ -140,6 +141,8 @@ class HyperPodService:
         self._refresh_lock = threading.Lock()
         """Held by a status refresh and by a switch of orchestrator: never by a reader."""
         self._youngest: float | None = None
+        self.watch = JobWatch(settings, self._watch_reader, self._watchdog_cancel)
+        """Step clocks, hangs and stragglers of the running jobs (`core/jobwatch.py`)."""
         self.tracker = Tracker(
             self._tracked_refresh,
             min_interval=float(settings.refresh_interval),
@@ -154,6 +157,7 @@ class HyperPodService:
 
     def close(self) -> None:
         self.tracker.stop()
+        self.watch.close()
         self.store.drop_lease(self.owner)
         self.orchestrator.close()
         self.store.close()
@@ -643,6 +647,10 @@ class HyperPodService:
             self._refresh_progress()
         except Exception:  # progress is a hint: its failure never marks the states stale
             log.exception("the progress refresh failed")
+        try:
+            self._refresh_watch()
+        except Exception:  # so is the watchdog
+            log.exception("the watchdog refresh failed")
         return self._youngest
 
     def _migrate_state(self, orchestrator: Orchestrator) -> None:
@@ -793,7 +801,37 @@ class HyperPodService:
         if job.state != JobState.RUNNING:
             return job
         cached = self.__dict__.get("_progress_cache", {}).get(job.id)
-        return job.model_copy(update={"progress": cached[1]}) if cached and cached[1] else job
+        update: dict[str, Any] = {"watchdog": self.watch.of(job.id)}
+        if cached and cached[1]:
+            update["progress"] = cached[1]
+        return job.model_copy(update=update)
+
+    def _refresh_watch(self) -> None:
+        """In the tracker's thread: every running job's step clocks, hang and stragglers."""
+        rows, _ = self.store.query(
+            orchestrator=self.orchestrator.kind,
+            cluster=self.cluster_name,
+            user=self.settings.user,
+            states=[JobState.RUNNING],
+        )
+        self.watch.refresh([(job, data) for job, _, data in rows])
+
+    def _watch_reader(self, job: Job, data: dict[str, Any], rank: int) -> LogReader:
+        reader = self.orchestrator.log_reader(_stored(job, data), rank)
+        if isinstance(reader, FileLogReader):  # a symlink planted in the partition stays inside
+            reader.guard = self.partition.guard(reader.path, shown=f"the log of rank {rank}")
+        return reader
+
+    def _watchdog_cancel(self, job_id: str, evidence: str) -> None:
+        """The watchdog's auto-cancel: cancelled, with its evidence in the job's history."""
+        job, data = self._get(job_id)
+        if job.state.finished:
+            return
+        update = self.orchestrator.cancel(_stored(job, data))
+        update.state = JobState.CANCELLED
+        update.state_reason = evidence
+        update.events = [*(update.events or job.events), f"watchdog: {evidence}"]
+        self._save(job, data, update)
 
     def _refresh_progress(self) -> None:
         """In the tracker's thread, after a status refresh: the progress of every running job

@@ -120,6 +120,31 @@ class HyperPodSettings(Configurable):
     heartbeat_interval = Float(
         15.0, config=True, help="Seconds between heartbeats on a followed log stream."
     )
+    watchdog_hang_factor = Float(
+        5.0,
+        config=True,
+        help="Watchdog: a job hangs after max(this x its median step time, "
+        "watchdog_hang_floor_seconds) without a new step on any rank (a job's spec may set its own).",
+    )
+    watchdog_hang_floor_seconds = Float(
+        300.0, config=True, help="Watchdog: the shortest hang bound, seconds."
+    )
+    watchdog_start_cutoff_seconds = Float(
+        1800.0,
+        config=True,
+        help="Watchdog: a running job with no step printed after this many seconds hangs.",
+    )
+    watchdog_straggler_fraction = Float(
+        0.5,
+        config=True,
+        help="Watchdog: a straggler steps slower than this share of the other ranks' median rate.",
+    )
+    watchdog_straggler_windows = Int(
+        3, config=True, help="Watchdog: windows in a row a straggler must stay slow."
+    )
+    watchdog_window_seconds = Float(
+        60.0, config=True, help="Watchdog: the length of one step-rate window, seconds."
+    )
     gpu_metrics_url = Unicode(
         "",
         config=True,
