@@ -333,6 +333,7 @@ class RichJob(Shown, Job):
             ["ended", when(job.ended)],
             ["duration", job_duration(job)],
             ["exit code", job.exit_code],
+            ["failed rank", job.failed_rank],  # the server's decision (core/blame.py)
             ["MLflow run", job.mlflow_run_url],
         ]
         notes = []

@@ -3,65 +3,15 @@
  * codes and states, the orchestrator's events): which rank failed first, why a job waits.
  */
 
-import { IJob, IRankInfo } from './models';
-
-/** Exit codes of a rank stopped by the launcher after another rank failed (SIGTERM, SIGKILL). */
-const STOPPED_CODES = new Set([-15, -9, 143, 137]);
+import { IJob } from './models';
 
 /**
- * The rank that failed first. In order: the rank the orchestrator says the job failed on
- * (HyperPod's faulty ranks); the failed rank that ended first, where the backend knows when each
- * rank ended (the local runner's exit times, Kubernetes' finishedAt, the records of the Slurm
- * rank shell); the rank the reason names ("rank 1 exited with code 3"); the lowest rank that
- * failed on its own (not stopped by a signal after another failed); the lowest with a non-zero
- * exit code. Null when the job did not fail or no rank is to blame.
+ * The rank the job failed on first, as the server decided it from the ranks' faults, exit codes
+ * and end times (`Job.failed_rank`, jupyter_hyperpod/core/blame.py). Null when the job did not
+ * fail or no rank is to blame.
  */
 export function failedRank(job: IJob): number | null {
-  if (job.state !== 'FAILED') {
-    return null;
-  }
-  const faulty = job.ranks.filter(r =>
-    (r.faults ?? []).some(f => f.restart === null)
-  );
-  if (faulty.length > 0) {
-    return firstEnded(faulty)?.rank ?? faulty[0].rank;
-  }
-  const failed = job.ranks.filter(
-    r =>
-      (r.exit_code !== null && r.exit_code !== 0) ||
-      /fail|error|oom/i.test(r.state ?? '')
-  );
-  const timed = firstEnded(failed);
-  if (timed) {
-    return timed.rank;
-  }
-  const worldSize = Math.max(
-    job.ranks.length,
-    (job.spec.nodes ?? 1) * (job.spec.procs_per_node ?? 1)
-  );
-  const named = /\brank (\d+)\b/i.exec(job.state_reason ?? '');
-  if (named && Number(named[1]) < worldSize) {
-    return Number(named[1]);
-  }
-  const own = failed.find(
-    r => r.exit_code === null || !STOPPED_CODES.has(r.exit_code)
-  );
-  return (own ?? failed[0])?.rank ?? null;
-}
-
-/** Of these ranks, the one that ended first (a tie: one that failed on its own, then the
- * lowest); undefined when none has an end time. */
-function firstEnded(ranks: IRankInfo[]): IRankInfo | undefined {
-  const stopped = (r: IRankInfo) =>
-    r.exit_code !== null && STOPPED_CODES.has(r.exit_code) ? 1 : 0;
-  return ranks
-    .filter(r => typeof r.ended === 'number')
-    .sort(
-      (a, b) =>
-        (a.ended as number) - (b.ended as number) ||
-        stopped(a) - stopped(b) ||
-        a.rank - b.rank
-    )[0];
+  return job.failed_rank ?? null;
 }
 
 /** A sentence on why the job is not running yet, or null. */

@@ -276,6 +276,8 @@ export interface IJob {
   spec: IJobSpec;
   events: string[];
   mlflow_run_url: string | null;
+  /** The rank the job failed on first, decided by the server (null unless FAILED). */
+  failed_rank?: number | null;
   /** Running jobs: how far they are, parsed by the server from what they print. */
   progress?: IJobProgress | null;
   /** Running jobs: step clocks per rank, hang and stragglers. */

@@ -3,7 +3,6 @@ rank that failed first and the last lines of its log), and its metrics in a few 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..core.api import HyperPodAPI
@@ -12,20 +11,8 @@ from ..core.models import Job, JobMetrics, JobState, RankInfo
 
 
 def first_failed_rank(job: Job) -> RankInfo | None:
-    """The rank that failed first: of the ranks that ended with an error (or recorded a fault
-    for the final failure), the one that ended earliest; None when no rank says so."""
-    failed = [
-        rank
-        for rank in job.ranks
-        if (rank.exit_code not in (None, 0))
-        or (rank.state or "").upper() == "FAILED"
-        or any(fault.restart is None for fault in rank.faults)
-    ]
-    if not failed:
-        return None
-    return min(
-        failed, key=lambda rank: (rank.ended if rank.ended is not None else math.inf, rank.rank)
-    )
+    """The rank the job failed on first, as the server decided it (`Job.failed_rank`)."""
+    return next((rank for rank in job.ranks if rank.rank == job.failed_rank), None)
 
 
 def _pending_row(api: HyperPodAPI, job: Job) -> dict[str, Any] | None:

@@ -10,7 +10,9 @@ import re
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+
+from .blame import failed_rank
 
 JOB_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$"
 """RFC 1123 label, short enough for Kubernetes to append pod suffixes; valid for Slurm too."""
@@ -513,6 +515,14 @@ class Job(BaseModel):
     stale_since: float | None = Field(
         None, description="With stale_reason: when the state was last confirmed (Unix time)"
     )
+
+    @computed_field(  # type: ignore[prop-decorator]  # pydantic docs: mypy does not model it
+        description="The rank the job failed on first, decided by the server from the ranks' "
+        "faults, exit codes and end times (core/blame.py); null unless FAILED or none is to blame"
+    )
+    @property
+    def failed_rank(self) -> int | None:
+        return failed_rank(self.state == JobState.FAILED, self.ranks)
 
 
 class ForgottenJob(BaseModel):

@@ -47,84 +47,19 @@ function job(extra: Partial<IJob>): IJob {
 }
 
 describe('which rank failed first', () => {
-  it('takes the rank the reason names', () => {
-    expect(
-      failedRank(
-        job({
-          state_reason: 'rank 1 exited with code 3',
-          ranks: [rank(0, { exit_code: -15 }), rank(1, { exit_code: 3 })]
-        })
-      )
-    ).toBe(1);
+  it("shows the server's decision, never its own reading of the ranks or the reason", () => {
+    // core/blame.py decides (tests/test_blame.py holds the cases); the panel displays it.
+    const failed = job({
+      state_reason: 'rank 2 exited with code 1',
+      ranks: [rank(0, { exit_code: 143 }), rank(1, { exit_code: 3 })],
+      failed_rank: 1
+    });
+    expect(failedRank(failed)).toBe(1);
+    expect(failedRank(job({ failed_rank: null }))).toBeNull();
+    expect(failedRank(job({}))).toBeNull();
   });
 
-  it('prefers a rank that failed on its own over one stopped after it', () => {
-    expect(
-      failedRank(
-        job({
-          ranks: [
-            rank(0, { exit_code: 143, state: 'FAILED' }),
-            rank(1, { exit_code: 2, state: 'FAILED' }),
-            rank(2, { exit_code: 1, state: 'FAILED' })
-          ]
-        })
-      )
-    ).toBe(1);
-    expect(
-      failedRank(job({ ranks: [rank(0), rank(1, { exit_code: -9 })] }))
-    ).toBe(1);
-  });
-
-  it('takes the failed rank that ended first, where the backend knows when', () => {
-    // The reason names rank 2 (the launcher saw it first in its poll), but rank 1 ended first.
-    expect(
-      failedRank(
-        job({
-          state_reason: 'rank 2 exited with code 1',
-          ranks: [
-            rank(0, { exit_code: 143, ended: 10.2 }),
-            rank(1, { exit_code: 3, ended: 10.0 }),
-            rank(2, { exit_code: 1, ended: 10.1 })
-          ],
-          spec: { name: 't', command: ['t.py'], nodes: 1, procs_per_node: 3 }
-        } as Partial<IJob>)
-      )
-    ).toBe(1);
-    // A tie goes to the rank that failed on its own, not one the launcher stopped.
-    expect(
-      failedRank(
-        job({
-          ranks: [
-            rank(0, { exit_code: -15, ended: 5 }),
-            rank(1, { exit_code: 2, ended: 5 })
-          ]
-        })
-      )
-    ).toBe(1);
-  });
-
-  it('takes the recorded rank on Slurm, where ranks srun killed have no end', () => {
-    // The ranks of tests/slurm/test_rank_ends.py's job: rank 2 failed, torchrun stopped rank 3
-    // after it, srun's --kill-on-bad-exit killed rank 0 and 1 (no record). The end times alone
-    // say rank 2 (the backend's reason names it too); without them, rank 0 would be blamed.
-    expect(
-      failedRank(
-        job({
-          orchestrator: 'slurm',
-          state_reason: 'FAILED (NonZeroExitCode)',
-          ranks: [
-            rank(0, { state: 'FAILED', exit_code: null }),
-            rank(1, { state: 'FAILED', exit_code: null }),
-            rank(2, { state: 'FAILED', exit_code: 3, ended: 98.8 }),
-            rank(3, { state: 'FAILED', exit_code: 143, ended: 98.9 })
-          ],
-          spec: { name: 't', command: ['t.py'], nodes: 2, procs_per_node: 2 }
-        } as Partial<IJob>)
-      )
-    ).toBe(2);
-  });
-
-  it('takes the rank HyperPod says the job failed on', () => {
+  it('lists the restarts and the fault the job failed on', () => {
     const fault = (restart: number | null) => ({
       restart,
       restart_type: 'JLR',
@@ -139,7 +74,6 @@ describe('which rank failed first', () => {
         rank(1, { exit_code: 1, ended: 2, faults: [fault(1), fault(null)] })
       ]
     });
-    expect(failedRank(failed)).toBe(1);
     expect(restartHistory(failed)).toEqual([
       'Restart 1 (job-level restart): rank 1 (train-pods-1 on i-0abc) faulty.',
       'Failed on: rank 1 (train-pods-1 on i-0abc) faulty.'
@@ -166,11 +100,6 @@ describe('which rank failed first', () => {
       'Restart 1: rank 1 (on node1) faulty.',
       'Failed on: rank 0 (on node1) faulty.'
     ]);
-  });
-
-  it('is null for a job that did not fail or blames no rank', () => {
-    expect(failedRank(job({ state: 'SUCCEEDED' }))).toBeNull();
-    expect(failedRank(job({ ranks: [] }))).toBeNull();
   });
 });
 
@@ -238,7 +167,8 @@ describe('JobDiagnosis', () => {
     } as unknown as HyperpodClient;
     const failed = job({
       state_reason: 'rank 1 exited with code 1',
-      ranks: [rank(0, { exit_code: -15 }), rank(1, { exit_code: 1 })]
+      ranks: [rank(0, { exit_code: -15 }), rank(1, { exit_code: 1 })],
+      failed_rank: 1
     });
     render(
       <JobDiagnosis client={client} job={failed} onShowRank={jest.fn()} />
