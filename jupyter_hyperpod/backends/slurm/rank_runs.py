@@ -16,13 +16,12 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ...core.blame import STOPPED_CODES
 from ...core.models import JobState, RankFault, RankInfo
 from .script import RANK_RUNS_SUFFIX, rank_runs_name
 
 _RECORD_NAME = re.compile(r"rank-(\d+)" + re.escape(RANK_RUNS_SUFFIX))
 _MAX_READ = 1 << 20  # 30 bytes a line: a rank restarted ~17,000 times
-# A launcher's stop after another rank failed: SIGTERM, SIGKILL (shell convention 128+N).
-STOPPED_CODES = frozenset({143, 137})
 
 
 @dataclass(frozen=True)
