@@ -17,11 +17,13 @@ from .core.models import (
     FileListing,
     Job,
     JobSpec,
+    JobState,
     LogSnapshot,
     Node,
     Rendered,
     TemplateInfo,
 )
+from .core.watchdog import summary as watchdog_summary
 from .terminal_text import TerminalText
 
 STATE_COLORS = {
@@ -157,6 +159,9 @@ def resources(spec: JobSpec) -> str:
 
 
 def job_detail(job: Job) -> str:
+    watched = watchdog_summary(job.watchdog, when) if job.state == JobState.RUNNING else ""
+    if watched:
+        return f"{watched}; {job.state_reason}" if job.state_reason else watched
     if job.state_reason:
         return job.state_reason
     if job.exit_code is not None and job.state.finished:

@@ -17,6 +17,7 @@ slow rank there makes the whole job slow, which is no straggler by this rule (an
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -162,3 +163,26 @@ def evidence(watchdog: JobWatchdog) -> str:
         for c in watchdog.stopped_first
     )
     return f"{watchdog.stalled_detail}; stopped first: {ranks or 'none'}"
+
+
+def _where(clock: RankClock | Straggler) -> str:
+    return f"rank {clock.rank}" + (f" on {clock.node}" if clock.node else "")
+
+
+def summary(watchdog: JobWatchdog | None, when: Callable[[float], str]) -> str:
+    """The watchdog's words for a job list (`jupyter hyperpod jobs`, `%hyperpod jobs`): stalled
+    since when and who stopped first, or the stragglers; '' when all is well."""
+    if watchdog is None:
+        return ""
+    if watchdog.stalled_since is not None:
+        first = ", ".join(
+            _where(c) + (f" at step {c.step}" if c.step is not None else "")
+            for c in watchdog.stopped_first
+        )
+        return f"stalled since {when(watchdog.stalled_since)}" + (
+            f" (stopped first: {first})" if first else ""
+        )
+    return "; ".join(
+        f"straggler: {_where(s)}, {s.rate:.2g} steps/s vs {s.others_rate:.2g}"
+        for s in watchdog.stragglers
+    )

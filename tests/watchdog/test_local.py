@@ -5,7 +5,9 @@ slower is named a straggler, a job slow everywhere raises nothing; bad watchdog 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -49,7 +51,29 @@ async def watch_until(api: Api, job_id: str, done: Any, timeout: float = 90) -> 
         await asyncio.sleep(0.2)
 
 
-async def test_a_rank_asleep_before_all_reduce_hangs_the_job(api: Api, project: Path) -> None:
+async def jobs_cli(server: Any) -> str:
+    """`jupyter hyperpod jobs` against the test server, as a subprocess."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "jupyter_hyperpod.cli",
+        "jobs",
+        "--url",
+        server.connection_url,
+        "--token",
+        server.identity_provider.token,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "400", "NO_COLOR": "1"},
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err
+    return out.decode()
+
+
+async def test_a_rank_asleep_before_all_reduce_hangs_the_job(
+    api: Api, project: Path, jp_serverapp: Any
+) -> None:
     job = await api.submit(spec("hang", "hang", 1000, 0.2))
     started = await watch_until(
         api, job["id"], lambda j: j["watchdog"] and all(r["step"] for r in j["watchdog"]["ranks"])
@@ -72,6 +96,8 @@ async def test_a_rank_asleep_before_all_reduce_hangs_the_job(api: Api, project: 
     assert "no new step on any rank" in watchdog["stalled_detail"]
     listed = (await api.get("jobs")).body["jobs"][0]
     assert listed["watchdog"]["stalled_since"] == watchdog["stalled_since"]
+    shown = await jobs_cli(jp_serverapp)  # `%hyperpod jobs` prints the same table
+    assert "stalled since" in shown and "stopped first: rank" in shown and " at step 4" in shown
     await api.delete(f"jobs/{job['id']}")
 
 
