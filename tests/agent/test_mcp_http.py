@@ -78,6 +78,16 @@ async def test_render_submit_follow_and_why_over_http(
         assert "FileNotFoundError: missing.csv" in why["last_lines"]
         assert "rank 0 failed first" in why["summary"]
 
+        nodes = structured(await client.call_tool("nodes", {}))["nodes"]
+        assert len(nodes) == 1  # the local backend: this machine
+        assert structured(await client.call_tool("templates", {}))["templates"]
+        listed = structured(await client.call_tool("jobs", {"state": "succeeded,failed"}))
+        assert {j["id"] for j in listed["jobs"]} == {job["id"], failed["id"]}
+        one = structured(await client.call_tool("job", {"job_id": job["id"]}))
+        assert one["state"] == "SUCCEEDED" and one["spec"] == preview["spec"]
+        metrics = structured(await client.call_tool("metrics", {"job_id": job["id"]}))
+        assert metrics["metrics"] == {} and metrics["message"]  # the script logs no MLflow run
+
         spec_resource = await client.read_resource(f"hyperpod://jobs/{job['id']}/spec")
         assert json.loads(spec_resource.contents[0].text)["command"] == ["project/steps.py"]
         log_resource = await client.read_resource(f"hyperpod://jobs/{failed['id']}/log")
@@ -187,5 +197,7 @@ async def test_why_explains_a_pending_job(jp_serverapp: Any, api: Any, scripts: 
         assert why["summary"].startswith(f"job {ids[2]} is pending: ")
         assert "waiting for a free slot" in why["summary"]  # the local queue's own words
         assert why["queue"]["position"] == 1  # its queue row: first of the pending
+        queue = structured(await client.call_tool("queue", {"mine": True}))
+        assert {row["job_id"] for row in queue["jobs"]} == set(ids)
         for n, job_id in enumerate(ids):
             await client.call_tool("cancel", {"job_id": job_id, "name": f"agent-wait-{n}"})
