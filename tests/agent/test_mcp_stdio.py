@@ -105,3 +105,22 @@ def test_the_magic_prints_the_skill_but_never_serves_in_a_kernel(shell: Any) -> 
     with pytest.raises(UsageError, match="not in a notebook"):
         shell.run_line_magic("hyperpod", "mcp --allow-actions")
     assert "name: hyperpod-jobs" in str(shell.run_line_magic("hyperpod", "mcp --skill"))
+
+
+async def test_stdio_with_the_core_in_its_own_process(
+    jupyter_env: dict[str, str], scripts: Path
+) -> None:
+    """--direct: no server; the core runs in the MCP process with the Jupyter config files."""
+    command = [sys.executable, "-m", "jupyter_hyperpod.cli", "mcp", "--direct"]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=jupyter_env)
+    async with Client(params) as client:
+        assert structured(await client.call_tool("cluster", {}))["orchestrator"] == "local"
+        read = structured(await client.call_tool("read_file", {"path": "project/fails.py"}))
+        assert "sys.exit(3)" in read["text"]
+        spec = {"name": "direct", "command": ["project/fails.py"]}
+        preview = structured(await client.call_tool("render", {"spec": spec}))
+        assert "project/fails.py" in preview["text"]
+        refused = await client.call_tool(
+            "submit", {"spec": spec, "preview_token": preview["preview_token"]}
+        )
+        assert refused.is_error and "read-only" in refused.content[0].text
