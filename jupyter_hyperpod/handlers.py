@@ -9,7 +9,7 @@ from contextlib import aclosing
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
-from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
@@ -25,6 +25,7 @@ from .core.models import JobState, Node
 from .core.partition import ANSWERED_ERRNOS, os_error
 from .core.service import HyperPodService
 from .openapi import openapi_document
+from .server_compat import ws_authenticated
 
 T = TypeVar("T")
 AUTH_RESOURCE = "hyperpod"

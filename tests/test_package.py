@@ -81,28 +81,61 @@ def test_wheel_has_the_prebuilt_labextension_and_the_server_config(wheel: Path) 
     assert package["name"] == "jupyter-hyperpod"
     # A production build: no development source maps shipped.
     assert not any(n.endswith(".js.map") for n in names if n.startswith(labext))
+    # It asks JupyterLab for the support floor (package.json), not the building JupyterLab's
+    # versions: the compatibility check reads `dependencies`, and the shared-singleton consumes
+    # of the code (webpack's `[1, major, minor, patch]` is `^major.minor.patch`) are what the page
+    # warns about when JupyterLab's own are older.
+    source = json.loads((ROOT / "package.json").read_text())["dependencies"]
+    core = {k: v for k, v in source.items() if k.startswith("@jupyterlab/")}
+    assert {k: package["dependencies"][k] for k in core} == core
+    assert core["@jupyterlab/application"] == "^4.0.0"
+    code = re.sub(
+        r"\s",
+        "",
+        "".join(
+            zipfile.ZipFile(wheel).read(n).decode()
+            for n in names
+            if n.startswith(labext + "static/") and n.endswith(".js")
+        ),
+    )
+    for name, spec in core.items():
+        version = spec.removeprefix("^").replace(".", ",")
+        consume = re.escape(f'"{name}",') + r"(?:false|!1)," + re.escape(f"[1,{version}]")
+        assert re.search(consume, code), f"{name}: the built extension does not ask for {spec}"
 
 
+# The JupyterLab a Studio space already has, oldest and newest (README "Install": the support
+# range). The floor is SageMaker Distribution 1.0's pair (aws/sagemaker-distribution
+# build_artifacts/v1/v1.0/v1.0.0/cpu.env.out: jupyterlab-4.0.7, jupyter_server-2.8.0), the oldest
+# image with JupyterLab 4 and the oldest jupyter_server of any JupyterLab 4 image.
+STUDIO_JUPYTERLABS = {
+    "floor": ["jupyterlab==4.0.7", "jupyter_server==2.8.0"],
+    "newest": ["jupyterlab>=4.6,<5"],
+}
+KEPT = ("jupyterlab", "jupyter_server", "tornado", "traitlets")
+
+
+def _installed(python: str, names: tuple[str, ...]) -> dict[str, str]:
+    code = (
+        "import importlib.metadata as m, json, sys; "
+        "print(json.dumps({n: m.version(n) for n in sys.argv[1:]}))"
+    )
+    return dict(json.loads(_run([python, "-c", code, *names]).strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("jupyterlab", sorted(STUDIO_JUPYTERLABS))
 def test_the_wheel_installed_in_a_clean_venv_runs_in_jupyterlab(
-    wheel: Path, tmp_path: Path
+    wheel: Path, tmp_path: Path, jupyterlab: str
 ) -> None:
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     python = str(venv / "bin" / "python")
-    # jupyterlab: what Studio (or any JupyterLab) already has; the wheel brings the rest.
-    _run(
-        [
-            python,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            str(wheel),
-            "jupyterlab>=4.6,<5",
-        ],
-        timeout=900,
-    )
+    pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    # What Studio already has; then the wheel, which must bring the rest and leave that alone.
+    _run([*pip, *STUDIO_JUPYTERLABS[jupyterlab]], timeout=900)
+    before = _installed(python, KEPT)
+    _run([*pip, str(wheel)], timeout=900)
+    assert _installed(python, KEPT) == before, "pip changed the JupyterLab the space had"
     home = tmp_path / "home"
     env = {
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",

@@ -38,9 +38,11 @@ os.environ["HYPERPOD_FS_ROOT"] = str(fs_root)
 
 # Always test this checkout's build: extra paths come first, so it wins over an installed copy
 # (an editable install copies the labextension at install time and goes stale on rebuilds).
+# A copy made at start, not a symlink: the static handler of older jupyter_server/jupyterlab_server
+# (JupyterLab 4.0's, the floor) answers 403 "not in root static directory" through a symlink.
 built = Path(__file__).resolve().parent.parent / "jupyter_hyperpod" / "labextension"
 link_dir = Path(tempfile.mkdtemp(prefix="hyperpod-labext-"))
-(link_dir / "jupyter-hyperpod").symlink_to(built)
+shutil.copytree(built, link_dir / "jupyter-hyperpod")
 c.LabServerApp.extra_labextensions_path = [  # noqa: F821
     str(link_dir),
     c.LabServerApp.extra_labextensions_path,  # noqa: F821  (galata's helper extension)
