@@ -33,6 +33,7 @@ from .handlers import (
     NotFoundHandler,
     OpenAPIHandler,
     RenderHandler,
+    StacksHandler,
     TemplatesHandler,
 )
 from .queue_handlers import QueueAdoptHandler, QueueHandler, QueueLogsHandler
@@ -69,6 +70,7 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/jobs/{JOB_ID}/logs", LogsHandler),
     (f"{API}/jobs/{JOB_ID}/logs/stream", LogStreamHandler),
     (f"{API}/jobs/{JOB_ID}/metrics", MetricsHandler),
+    (f"{API}/jobs/{JOB_ID}/stacks", StacksHandler),
     (f"{API}/queue", QueueHandler),
     (f"{API}/queue/adopt", QueueAdoptHandler),
     (f"{API}/queue/logs", QueueLogsHandler),

@@ -43,6 +43,7 @@ from .core.models import (
     LogSnapshot,
     Node,
     Rendered,
+    StackDump,
     TemplateInfo,
 )
 from .core.queue import QueueLogs, QueuePage
@@ -396,6 +397,12 @@ class HyperPodClient:
 
     def metrics(self, job_id: str) -> JobMetrics:
         return JobMetrics.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/metrics"))
+
+    def dump_stacks(self, job_id: str) -> StackDump:
+        return StackDump.model_validate(self.request("POST", f"jobs/{_quote(job_id)}/stacks", {}))
+
+    def stacks(self, job_id: str) -> StackDump:
+        return StackDump.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/stacks"))
 
     def gpu_nodes(self) -> GpuNodes:
         """Each node's GPUs now (utilisation, memory, power, temperature, last XID)."""

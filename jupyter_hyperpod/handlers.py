@@ -360,6 +360,20 @@ class MetricsHandler(HyperPodAPIHandler):
         self.send(await self.run_in("backend", self.service.metrics, job_id))
 
 
+class StacksHandler(HyperPodAPIHandler):
+    """A Python stack of every rank (py-spy dump): POST takes one, GET answers the last."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.send(await self.run_in("backend", self.service.stacks, job_id))
+
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        self.send(await self.run_in("backend", self.service.dump_stacks, job_id))
+
+
 class GpuNodesHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized

@@ -30,6 +30,7 @@ from .core.models import (
     LogSnapshot,
     Node,
     Rendered,
+    StackDump,
     TemplateInfo,
     TemplateSubmission,
 )
@@ -65,6 +66,7 @@ MODELS: list[type[BaseModel]] = [
     JobList,
     LogSnapshot,
     JobMetrics,
+    StackDump,
     GpuNodes,
     JobGpu,
     QueuePage,
@@ -391,6 +393,22 @@ def _paths() -> dict[str, Any]:
             "get": {
                 "summary": "The job's MLflow metric histories (empty when none)",
                 "responses": {"200": _json(JobMetrics, "Metrics"), **_errors(404, 409)},
+            },
+        },
+        "/jobs/{job_id}/stacks": {
+            "parameters": [JOB_ID_PARAM],
+            "get": {
+                "summary": "The job's last stack dump (stored in its directory)",
+                "responses": {"200": _json(StackDump, "Stacks"), **_errors(404)},
+            },
+            "post": {
+                "summary": "Dump a Python stack of every rank of a running job (py-spy dump)",
+                "description": (
+                    "Frames that differ between the ranks' main threads are marked `differs`; a "
+                    "rank without a stack says why (`error`) and what to add (`fix`: py-spy in "
+                    "the job's environment, the SYS_PTRACE capability). Stored with the job."
+                ),
+                "responses": {"200": _json(StackDump, "Stacks"), **_errors(400, 404, 409, 503)},
             },
         },
         "/gpu/nodes": {

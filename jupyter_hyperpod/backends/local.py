@@ -20,8 +20,9 @@ import psutil
 from ..core.api import DiagnosticCheck
 from ..core.errors import InvalidRequest
 from ..core.launch import program_argv, shell_join
-from ..core.models import Capabilities, GpuCount, JobState, Node, RankInfo
+from ..core.models import Capabilities, GpuCount, JobState, Node, RankInfo, RankStack
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
+from ..core.stacks import PY_SPY_MISSING, dump_command, local_py_spy, read_dump, run_here
 from .base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .local_runner import LAUNCH_FILE, read_status, write_status
 from .state import StrictState
@@ -476,6 +477,18 @@ class LocalOrchestrator(Orchestrator):
 
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         return FileLogReader(_state(job).path / f"rank-{rank}.log")
+
+    def dump_stack(self, job: StoredJob, rank: int) -> RankStack:
+        """Rank r's Python stack: py-spy on this machine, on the pid the supervisor recorded."""
+        ranks = (read_status(_state(job).path) or {}).get("ranks") or []
+        pid = next((int(r["pid"]) for r in ranks if r.get("rank") == rank and r.get("pid")), None)
+        node = socket.gethostname()
+        if pid is None:
+            return RankStack(rank=rank, node=node, error="the rank has not started")
+        py_spy = local_py_spy()
+        if py_spy is None:
+            return RankStack(rank=rank, node=node, pid=pid, error="no py-spy", fix=PY_SPY_MISSING)
+        return read_dump(rank, node, pid, *run_here(dump_command(py_spy, pid)))
 
     def diagnose(self) -> list[DiagnosticCheck]:
         """This machine as a one-node cluster: what jobs get, and the interpreter they run with."""

@@ -10,6 +10,7 @@ from ..core.api import RankArg
 from .apply_verb import add_apply
 from .exits import EXIT_CODES_HELP, EXIT_USAGE, CommandError, HelpShown
 from .queue_verb import add_queue_parser
+from .stacks_verb import add_stacks
 
 
 class Parser(argparse.ArgumentParser):
@@ -294,6 +295,7 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     )
     add_queue_parser(verb)
     add_apply(verb)
+    add_stacks(verb)
 
     mcp = verb(
         "mcp",

@@ -40,6 +40,7 @@ from .output import Console, Outcome, RankPrefixer, TableResult
 from .parser import Parser, build_parser
 from .queue_verb import do_queue
 from .session import open_api
+from .stacks_verb import do_stacks
 from .submission import build_submission, check_option_order, misplaced_options
 
 Verb = Callable[[argparse.Namespace, HyperPodAPI, Console, "str | None"], Outcome]
@@ -357,6 +358,7 @@ VERBS: dict[str, Verb] = {
     "doctor": do_doctor,
     "queue": do_queue,
     "apply": do_apply,
+    "stacks": do_stacks,
     "mcp": do_mcp,
 }
 """Every verb of the parser, by name."""

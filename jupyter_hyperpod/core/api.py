@@ -33,6 +33,7 @@ from .models import (
     LogSnapshot,
     Node,
     Rendered,
+    StackDump,
     TemplateInfo,
 )
 from .queue import QueueLogs, QueuePage
@@ -167,6 +168,14 @@ class HyperPodAPI(Protocol):
         ...
 
     def metrics(self, job_id: str) -> JobMetrics: ...
+
+    def dump_stacks(self, job_id: str) -> StackDump:
+        """py-spy dump of every rank of a running job, differing frames marked; stored with it."""
+        ...
+
+    def stacks(self, job_id: str) -> StackDump:
+        """The job's last stack dump."""
+        ...
 
     def gpu_nodes(self) -> GpuNodes:
         """Each node's GPUs now (DCGM series, or this machine's); none, with the reason."""

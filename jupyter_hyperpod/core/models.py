@@ -169,6 +169,16 @@ class AwsConnectRequest(StrictModel):
         description="exec: the context refreshes its EKS token by itself (python -m "
         "jupyter_hyperpod.aws token); token: a 15-minute token written into the kubeconfig",
     )
+    slurm: bool = Field(
+        False,
+        description="A Slurm cluster: make the server's machine its login node (slurm.conf, the "
+        "munge key over SSM, munged, sinfo checked) and switch to the slurm orchestrator",
+    )
+    controller_group: str | None = Field(
+        None,
+        description="Slurm: the instance group of the controllers (default: the one group "
+        "named like 'controller' or 'head')",
+    )
 
 
 class FileEntry(BaseModel):
@@ -480,6 +490,39 @@ class JobWatchdog(BaseModel):
     auto_cancel_at: float | None = Field(
         None, description="While stalled with auto_cancel_minutes: when it will be cancelled"
     )
+
+
+class StackFrame(BaseModel):
+    name: str = Field(description="The function")
+    filename: str
+    line: int
+    differs: bool = Field(
+        False, description="Not every rank's same thread has this frame at this depth"
+    )
+
+
+class ThreadStack(BaseModel):
+    name: str | None = None
+    thread_id: int
+    active: bool = Field(description="Running (not waiting) when sampled")
+    frames: list[StackFrame] = Field(description="Innermost first, as py-spy prints them")
+
+
+class RankStack(BaseModel):
+    rank: int
+    node: str | None = None
+    pid: int | None = None
+    threads: list[ThreadStack] = Field(default_factory=list)
+    error: str | None = Field(None, description="Why this rank has no stack")
+    fix: str | None = Field(None, description="What to add so that it has one")
+
+
+class StackDump(BaseModel):
+    """A Python stack of every rank (py-spy dump), stored with the job."""
+
+    job_id: str
+    taken_at: float
+    ranks: list[RankStack]
 
 
 class Job(BaseModel):

@@ -74,6 +74,7 @@ from .models import (
     LogSnapshot,
     Node,
     Rendered,
+    StackDump,
     TemplateInfo,
     TemplateParam,
     TemplateSubmission,
@@ -82,6 +83,7 @@ from .partition import MAX_TEXT_FILE, Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
 from .registry import backend_class
 from .settings import HyperPodSettings
+from .stacks import mark_differences
 from .state import state_class
 from .store import JobStore
 from .tracker import Tracker
@@ -821,6 +823,44 @@ class HyperPodService:
         if isinstance(reader, FileLogReader):  # a symlink planted in the partition stays inside
             reader.guard = self.partition.guard(reader.path, shown=f"the log of rank {rank}")
         return reader
+
+    STACKS_FILE = "stacks.json"
+
+    def dump_stacks(self, job_id: str) -> StackDump:
+        """py-spy dump of every rank of a running job, frames that differ marked; stored in
+        the job's directory (the last dump: `stacks`)."""
+        job, data = self._get(job_id)
+        if job.state != JobState.RUNNING:
+            raise InvalidRequest(
+                f"job '{job_id}' is {job.state.value}: only a running job has stacks", field="id"
+            )
+        dump_stack = getattr(self.orchestrator, "dump_stack", None)
+        if dump_stack is None:
+            raise InvalidRequest(
+                f"the {self.orchestrator.kind} backend cannot dump stacks yet", field="id"
+            )
+        nodes = {info.rank: info.node for info in job.ranks}
+        ranks = []
+        for rank in range(job.spec.world_size):
+            found = dump_stack(_stored(job, data), rank)
+            if not found.node:
+                found = found.model_copy(update={"node": nodes.get(rank)})
+            ranks.append(found)
+        dump = StackDump(job_id=job.id, taken_at=time.time(), ranks=mark_differences(ranks))
+        path = self.partition.resolve(f"{JOBS_DIR}/{job_id}/{self.STACKS_FILE}", field="id")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        temporary.write_text(dump.model_dump_json(), encoding="utf-8")
+        os.replace(temporary, path)
+        return dump
+
+    def stacks(self, job_id: str) -> StackDump:
+        """The job's last stack dump, as stored with it."""
+        self._get(job_id, connected=False)
+        path = self.partition.resolve(f"{JOBS_DIR}/{job_id}/{self.STACKS_FILE}", field="id")
+        if not path.is_file():
+            raise NotFound(f"no stacks of job '{job_id}' yet: dump them first", field="id")
+        return StackDump.model_validate_json(path.read_text(encoding="utf-8"))
 
     def _watchdog_cancel(self, job_id: str, evidence: str) -> None:
         """The watchdog's auto-cancel: cancelled, with its evidence in the job's history."""

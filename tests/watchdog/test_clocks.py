@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -144,3 +145,36 @@ def test_the_rules() -> None:
         fresh, config, started=0.0, now=settings.watchdog_start_cutoff_seconds + 1, nodes={}
     )
     assert late.stalled_since == 0.0 and "no step printed" in (late.stalled_detail or "")
+
+
+def test_what_to_add_when_py_spy_is_missing_or_may_not_attach(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    from jupyter_hyperpod.core.stacks import (
+        PTRACE_DENIED,
+        PY_SPY_MISSING,
+        dump_command,
+        local_py_spy,
+        read_dump,
+        run_here,
+    )
+
+    missing = read_dump(0, "n", 1, *run_here(dump_command(str(tmp_path / "py-spy"), 1)))
+    assert missing.fix == PY_SPY_MISSING and "pip install" in missing.fix
+    py_spy, runuser = local_py_spy(), shutil.which("runuser")
+    if py_spy is None or runuser is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("needs root, runuser and py-spy: an unprivileged user tracing root's process")
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        denied = read_dump(
+            0,
+            "n",
+            target.pid,
+            *run_here([runuser, "-u", "nobody", "--", *dump_command(py_spy, target.pid)]),
+        )
+    finally:
+        target.kill()
+        target.wait()
+    assert denied.fix == PTRACE_DENIED and "SYS_PTRACE" in denied.fix

@@ -52,12 +52,16 @@ async def watch_until(api: Api, job_id: str, done: Any, timeout: float = 90) -> 
 
 
 async def jobs_cli(server: Any) -> str:
-    """`jupyter hyperpod jobs` against the test server, as a subprocess."""
+    return await cli_run(server, "jobs")
+
+
+async def cli_run(server: Any, *args: str) -> str:
+    """`jupyter hyperpod ARGS` against the test server, as a subprocess."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "jupyter_hyperpod.cli",
-        "jobs",
+        *args,
         "--url",
         server.connection_url,
         "--token",
@@ -98,6 +102,21 @@ async def test_a_rank_asleep_before_all_reduce_hangs_the_job(
     assert listed["watchdog"]["stalled_since"] == watchdog["stalled_since"]
     shown = await jobs_cli(jp_serverapp)  # `%hyperpod jobs` prints the same table
     assert "stalled since" in shown and "stopped first: rank" in shown and " at step 4" in shown
+
+    # Both stacks dumped: rank 1 asleep in its own frame, rank 0 waiting inside all_reduce.
+    dump = (await api.post(f"jobs/{job['id']}/stacks", {})).body
+    by_rank = {r["rank"]: r for r in dump["ranks"]}
+    assert set(by_rank) == {0, 1} and not [r for r in dump["ranks"] if r["error"]], dump
+    sleeper = [
+        f for f in by_rank[1]["threads"][0]["frames"] if f["name"] == "sleep_before_all_reduce"
+    ]
+    assert sleeper and sleeper[0]["differs"]
+    waiter = by_rank[0]["threads"][0]["frames"]
+    assert any(f["name"] == "all_reduce" for f in waiter)
+    assert not [f for f in waiter if f["name"] == "sleep_before_all_reduce"]
+    assert (await api.get(f"jobs/{job['id']}/stacks")).body == dump  # stored with the job
+    shown = await cli_run(jp_serverapp, "stacks", job["id"], "--last")
+    assert "* sleep_before_all_reduce (gloo_ranks.py:" in shown and "rank 1 (" in shown
     await api.delete(f"jobs/{job['id']}")
 
 
