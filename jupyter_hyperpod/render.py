@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import shutil
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -42,6 +43,42 @@ STATE_COLORS = {
 }
 
 
+MIN_WRAP = 16
+"""A wrapped column keeps at least this many characters a line."""
+HEADER_PADDING = 2
+"""tabulate's `simple` format pads a column two past its header (its MIN_PADDING)."""
+
+
+def terminal_width() -> int:
+    """Columns of the terminal ($COLUMNS first); 100 when there is none (a pipe, a file)."""
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def fit_columns(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int
+) -> list[int | None]:
+    """Per column, the width to wrap it at (None: as it is) so that the table fits `width`:
+    the widest column gives way first, down to MIN_WRAP. Doctor's details and fixes were one
+    line each, 350 characters wide."""
+    count = max([len(headers), *(len(row) for row in rows)])
+    natural = [
+        max(
+            [len(str(headers[i])) + HEADER_PADDING if i < len(headers) else 0]
+            + [max(map(len, str(row[i]).splitlines() or [""])) for row in rows if i < len(row)]
+        )
+        for i in range(count)
+    ]
+    widths = list(natural)
+    excess = sum(widths) + 2 * (count - 1) - width
+    while excess > 0:  # a character at a time from the widest: the wide ones end up level
+        widest = max(range(count), key=lambda i: widths[i])
+        if widths[widest] <= MIN_WRAP:
+            break
+        widths[widest] -= 1
+        excess -= 1
+    return [None if w == n else w for w, n in zip(widths, natural, strict=True)]
+
+
 class Table:
     """Rows under headers, with an optional title and notes."""
 
@@ -61,13 +98,21 @@ class Table:
         self.colored = set(colored)
         """Columns whose values are states (colored in HTML)."""
 
-    def text(self) -> str:
+    def text(self, width: int | None = None) -> str:
+        """The table as plain text, its widest columns wrapped to fit `width` (the terminal's)."""
         parts = [self.title] if self.title else []
-        if self.rows and not any(self.headers):
-            parts.append(tabulate(self.rows, tablefmt="plain", disable_numparse=True))
-        elif self.rows:
+        headers = self.headers if any(self.headers) else []
+        if self.rows:
+            wraps = fit_columns(headers, self.rows, width or terminal_width())
             parts.append(
-                tabulate(self.rows, headers=self.headers, tablefmt="simple", disable_numparse=True)
+                tabulate(
+                    self.rows,
+                    headers=headers,
+                    tablefmt="simple" if headers else "plain",
+                    disable_numparse=True,
+                    maxcolwidths=wraps,
+                    maxheadercolwidths=wraps if headers else None,
+                )
             )
         else:
             parts.append("(none)")
