@@ -230,3 +230,9 @@ def test_configuration_reaches_the_script(tmp_path: Path) -> None:
     plain = backend.render(launch(spec.model_copy(update={"launcher": "plain"}))).text
     assert {"--ntasks-per-node=8", "--cpus-per-task=4"} <= set(header(plain))
     assert "/opt/conda/bin/torchrun --nnodes=2" in text and "/opt/conda/bin/python t.py" in text
+
+
+def test_excluded_nodes_are_an_exclude_option() -> None:
+    spec = JobSpec(name="again", command=["train.py"], nodes=2, exclude_nodes=["node-3", "node-7"])
+    text, _ = render_script(launch(spec), ScriptOptions())
+    assert "--exclude=node-3,node-7" in header(text)

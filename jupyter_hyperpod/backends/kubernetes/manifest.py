@@ -336,6 +336,27 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         node_selector[DEEP_HEALTH_LABEL] = "Passed"
     if node_selector:
         pod_spec["nodeSelector"] = node_selector
+    if spec.exclude_nodes:
+        # Not on these nodes: a required node affinity on the node's name (the
+        # kubernetes.io/hostname label is the node's name on EKS), operator NotIn (API reference:
+        # NodeSelectorRequirement "Valid operators are In, NotIn, Exists, DoesNotExist. Gt, Lt").
+        pod_spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "kubernetes.io/hostname",
+                                    "operator": "NotIn",
+                                    "values": list(spec.exclude_nodes),
+                                }
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
     if options.run_as_partition_owner:
         from ...admin.owner import pod_security_context
 

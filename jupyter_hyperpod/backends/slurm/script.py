@@ -144,6 +144,8 @@ def render_script(launch: Launch, options: ScriptOptions) -> tuple[str, list[str
         header.append(f"--partition={sbatch_value(partition, 'partition')}")
     if spec.time_limit_minutes:
         header.append(f"--time={spec.time_limit_minutes}")
+    if spec.exclude_nodes:  # names checked by JobSpec (NODE_NAME_PATTERN): no quoting needed
+        header.append(f"--exclude={sbatch_value(','.join(spec.exclude_nodes), 'node list')}")
     out = sbatch_value(output_path(job_dir), "job directory")
     header += [
         f"--chdir={sbatch_value(job_dir, 'job directory')}",
