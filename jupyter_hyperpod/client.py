@@ -460,9 +460,13 @@ class HyperPodClient:
         region: str | None = None,
         namespace: str | None = None,
         auth: Literal["exec", "token"] = "exec",
+        slurm: bool = False,
+        controller_group: str | None = None,
     ) -> ClusterInfo:
-        """Switch the server to an EKS HyperPod cluster (it writes its kubeconfig context)."""
-        body = {"cluster": cluster, "region": region, "namespace": namespace, "auth": auth}
+        """Switch the server to an EKS HyperPod cluster (it writes its kubeconfig context), or
+        with `slurm` make its machine a login node of a Slurm one."""
+        body: dict[str, Any] = {"cluster": cluster, "region": region, "namespace": namespace}
+        body.update(auth=auth, slurm=slurm, controller_group=controller_group)
         return ClusterInfo.model_validate(
             self.request(
                 "POST", "aws/connect", {key: value for key, value in body.items() if value}

@@ -227,6 +227,8 @@ class AwsConnectHandler(HyperPodAPIHandler):
             region=request.region,
             namespace=request.namespace,
             auth=request.auth,
+            slurm=request.slurm,
+            controller_group=request.controller_group,
         )
         self.send(connected)
 

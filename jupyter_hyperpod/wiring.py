@@ -56,6 +56,13 @@ class AwsAdapter:
             cluster, region=region, kubeconfig=kubeconfig, namespace=namespace, auth=auth
         )
 
+    def connect_slurm(
+        self, cluster: str, *, region: str, controller_group: str | None
+    ) -> dict[str, Any]:
+        from .aws import discovery
+
+        return discovery.connect_slurm(cluster, region=region, controller_group=controller_group)
+
 
 class ProgressAdapter:
     """`core.adapters.Progress` with `progress.py`."""

@@ -74,6 +74,9 @@ export interface IAwsConnectRequest {
   cluster: string;
   region?: string;
   namespace?: string;
+  /** A Slurm cluster: make the server's machine its login node, then switch to it. */
+  slurm?: boolean;
+  controller_group?: string;
 }
 
 export interface IFileSystemInfo {

@@ -34,6 +34,20 @@ def main(argv: list[str] | None = None) -> int:
     connect.add_argument("--kubeconfig", default=None)
     connect.add_argument("--namespace", default=None)
     connect.add_argument("--auth", choices=["exec", "token"], default="exec")
+    login = commands.add_parser(
+        "slurm-login",
+        parents=[common],
+        help="make this machine a login node of a HyperPod Slurm cluster, in this process (the "
+        "command `connect --slurm` prints when it needs root: run it with sudo)",
+    )
+    login.add_argument("cluster")
+    login.add_argument("--controller-group", default=None)
+    login.add_argument("--slurm-conf", default=None, help="default: /etc/slurm/slurm.conf")
+    login.add_argument(
+        "--print-lifecycle-config",
+        action="store_true",
+        help="print the Studio lifecycle configuration that runs this at space start",
+    )
     token = commands.add_parser(
         "token", parents=[common], help="an ExecCredential for EKS (like `aws eks get-token`)"
     )
@@ -58,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli_main(argv + [part for name, value in options if value for part in (name, value)])
 
     result: Any
+    if args.command == "slurm-login":
+        return slurm_login(args)
     try:
         if args.command == "token":
             aws = session(args.region, args.profile)
@@ -76,6 +92,35 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+def slurm_login(args: argparse.Namespace) -> int:
+    from . import discovery
+    from .slurm_login.lifecycle import lifecycle_config
+
+    if args.print_lifecycle_config:
+        print(
+            lifecycle_config(
+                args.cluster, region=args.region, controller_group=args.controller_group
+            ),
+            end="",
+        )
+        return 0
+    try:
+        result = discovery.connect_slurm(
+            args.cluster,
+            region=args.region,
+            profile=args.profile,
+            controller_group=args.controller_group,
+            slurm_conf=args.slurm_conf,
+        )
+    except HyperPodError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    for step in result["steps"]:
+        print(f"{step['step']}: {step['detail']}")
+    print(f"export SLURM_CONF={result['slurm_conf']}")
     return 0
 
 

@@ -3,6 +3,7 @@ HyperPod cluster the Kubernetes backend's current context."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -155,3 +156,39 @@ def cluster_details(
         details["aws_error"] = describe_error(exc)
     _CACHE[key] = (time.monotonic(), details)
     return details
+
+
+def connect_slurm(
+    cluster: str,
+    *,
+    region: str | None = None,
+    profile: str | None = None,
+    controller_group: str | None = None,
+    slurm_conf: str | None = None,
+) -> dict[str, Any]:
+    """Make this machine a login node of a HyperPod Slurm cluster (`slurm_login.setup`), with
+    boto3's SageMaker and SSM clients and this machine's programs."""
+    from .slurm_login.node import LoginPaths
+    from .slurm_login.runner import ProcessRunner
+    from .slurm_login.setup import connect_slurm as setup
+    from .slurm_login.ssm import SessionManager
+
+    aws = session(region or region_of(cluster), profile)
+    if not aws.region_name:
+        raise InvalidRequest("no AWS region: pass --region or set AWS_REGION", field="region")
+    runner = ProcessRunner()
+    paths = LoginPaths.from_environment()
+    if slurm_conf:
+        paths = dataclasses.replace(paths, conf=slurm_conf)
+    result = setup(
+        cluster,
+        sagemaker=aws.client("sagemaker"),
+        ssm=SessionManager(aws.client("ssm"), runner, profile=profile or ""),
+        runner=runner,
+        region=aws.region_name,
+        profile=profile,
+        controller_group=controller_group,
+        paths=paths,
+    )
+    _CACHE.clear()
+    return result

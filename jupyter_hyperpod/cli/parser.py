@@ -250,7 +250,22 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     connect = verb(
         "connect",
         "connect to a HyperPod EKS cluster: write its kubeconfig context and switch the running "
-        "server (or this process) to it; without CLUSTER: list the region's clusters",
+        "server (or this process) to it; with --slurm, make the server's machine a login node "
+        "of a Slurm cluster; without CLUSTER: list the region's clusters",
+    )
+    connect.add_argument(
+        "--slurm",
+        action="store_true",
+        help="a Slurm cluster: find its controllers, write slurm.conf, fetch the munge key over "
+        "SSM, align the munge/slurm ids, start munged, check sinfo, switch to slurm",
+    )
+    connect.add_argument(
+        "--controller-group", help="--slurm: the controllers' instance group (default: guessed)"
+    )
+    connect.add_argument(
+        "--print-lifecycle-config",
+        action="store_true",
+        help="--slurm: print the Studio lifecycle configuration that does the same at space start",
     )
     connect.add_argument("cluster", nargs="?", help="HyperPod cluster name or ARN")
     connect.add_argument("--region")

@@ -241,8 +241,34 @@ def do_connect(
             notes=["connect to an EKS cluster with: connect CLUSTER"],
         )
         return Outcome(TableResult(table, listing))
-    info = api.connect(args.cluster, region=args.region, namespace=args.namespace, auth=args.auth)
+    if args.print_lifecycle_config:
+        from ..aws.slurm_login.lifecycle import lifecycle_config
+
+        print(
+            lifecycle_config(
+                args.cluster, region=args.region, controller_group=args.controller_group
+            ),
+            end="",
+        )
+        return Outcome(None, print_value=False)
+    info = api.connect(
+        args.cluster,
+        region=args.region,
+        namespace=args.namespace,
+        auth=args.auth,
+        slurm=args.slurm,
+        controller_group=args.controller_group,
+    )
     details = info.details
+    login = details.get("login_node")
+    if login:
+        table = Table(
+            ["step", "done"],
+            [[step["step"], step["detail"]] for step in login["steps"]],
+            title=f"{api.description} now uses {info.name}: this machine is its login node",
+            notes=[f"in a terminal: export SLURM_CONF={login['slurm_conf']}"],
+        )
+        return Outcome(TableResult(table, info))
     table = Table(
         ["", ""],
         [

@@ -61,6 +61,13 @@ class Aws(Protocol):
         """Write the kubeconfig context of an EKS cluster (`aws.discovery.connect`)."""
         ...
 
+    def connect_slurm(
+        self, cluster: str, *, region: str, controller_group: str | None
+    ) -> dict[str, Any]:
+        """Make this machine a login node of a Slurm cluster (`aws.discovery.connect_slurm`):
+        its `slurm_conf`, `steps`, `controllers`; a failure names its step."""
+        ...
+
 
 class Progress(Protocol):
     """How far a running job is: from the last lines of its log, or from its MLflow run."""

@@ -196,8 +196,11 @@ class HyperPodAPI(Protocol):
         region: str | None = None,
         namespace: str | None = None,
         auth: Literal["exec", "token"] = "exec",
+        slurm: bool = False,
+        controller_group: str | None = None,
     ) -> ClusterInfo:
-        """Write the kubeconfig context of an EKS HyperPod cluster and switch to it."""
+        """Write the kubeconfig context of an EKS HyperPod cluster and switch to it; with
+        `slurm`, make this machine a login node of a Slurm one (details.login_node: each step)."""
         ...
 
     def diagnose(self) -> Diagnosis:

@@ -241,13 +241,25 @@ class HyperPodService:
         region: str | None = None,
         namespace: str | None = None,
         auth: Literal["exec", "token"] = "exec",
+        slurm: bool = False,
+        controller_group: str | None = None,
     ) -> ClusterInfo:
-        """Write the kubeconfig context of an EKS HyperPod cluster and switch to it."""
+        """Write the kubeconfig context of an EKS HyperPod cluster and switch to it; with
+        `slurm`, make this machine a login node of a Slurm one and switch to it."""
         aws = self.adapters.aws
         request = connect_request(
             {"cluster": cluster, "region": region, "namespace": namespace, "auth": auth}
+            | {"slurm": slurm, "controller_group": controller_group}
         )
         region = self._aws_region(request.region or aws.region_of(request.cluster))
+        if request.slurm:
+            login = aws.connect_slurm(
+                request.cluster, region=region, controller_group=request.controller_group
+            )
+            # The server's Slurm commands read it (their environment keeps SLURM_CONF).
+            os.environ["SLURM_CONF"] = login["slurm_conf"]
+            info = self.use_orchestrator("slurm")
+            return info.model_copy(update={"details": {**info.details, "login_node": login}})
         kubeconfig = self._kubernetes_trait("kubeconfig") or aws.default_kubeconfig()
         with _aws_denied():
             result = aws.connect(

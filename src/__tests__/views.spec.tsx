@@ -351,6 +351,39 @@ describe('ClusterView: connect to a HyperPod cluster', () => {
     model.dispose();
   });
 
+  it('sets up a login node of a Slurm cluster', async () => {
+    const { client, connects } = awsClient();
+    const model = new HyperpodModel(client, DEFAULT_SETTINGS);
+    model.start();
+    render(<ClusterView model={model} />);
+    fireEvent.click(
+      await screen.findByRole('button', {
+        name: 'Connect to a HyperPod cluster'
+      })
+    );
+    const setup = await screen.findByRole('button', {
+      name: 'Set up a login node of slurm-cluster'
+    });
+    expect(
+      screen.queryByRole('button', {
+        name: 'Set up a login node of ml-cluster'
+      })
+    ).toBeNull();
+    fireEvent.click(setup);
+    expect(
+      await screen.findByText('Connecting to slurm-cluster…')
+    ).toBeTruthy();
+    await screen.findByText('hyperpod-i-00001');
+    expect(connects).toEqual([
+      {
+        cluster: 'arn:aws:sagemaker:us-east-1:1:cluster/def',
+        region: 'us-east-1',
+        slurm: true
+      }
+    ]);
+    model.dispose();
+  });
+
   it('shows the server error next to the control', async () => {
     const { client } = awsClient(
       new ApiError('AWS denied eks:DescribeCluster', 403, 'aws_denied')

@@ -7,7 +7,8 @@ import { ErrorMessage, Loading } from './common';
 
 /**
  * "Connect to a HyperPod cluster": lists the clusters of the server's AWS region and switches
- * the server to an EKS one. Slurm clusters are listed, disabled, with the reason.
+ * the server to an EKS one. A Slurm cluster's row offers to make the server's machine its login
+ * node (`POST aws/connect` with `slurm: true`: slurm.conf, the munge key over SSM, munged).
  */
 export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
   const { model } = props;
@@ -54,13 +55,17 @@ export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
     }
   };
 
-  const connect = async (cluster: IAwsCluster): Promise<void> => {
+  const connect = async (
+    cluster: IAwsCluster,
+    slurm = false
+  ): Promise<void> => {
     setConnecting(cluster.name);
     setError(null);
     try {
       const info = await model.client.awsConnect({
         cluster: cluster.arn ?? cluster.name,
-        region: list?.region || region.trim() || undefined
+        region: list?.region || region.trim() || undefined,
+        ...(slurm ? { slurm: true } : {})
       });
       if (mounted.current) {
         setOpen(false);
@@ -167,6 +172,22 @@ export function AwsConnect(props: { model: HyperpodModel }): JSX.Element {
                   >
                     Connect
                   </button>
+                  {cluster.orchestrator === 'slurm' && (
+                    <button
+                      className="jp-Button jp-mod-styled jp-mod-accept"
+                      disabled={
+                        connecting !== null ||
+                        !['InService', 'Updating'].includes(
+                          cluster.status ?? ''
+                        )
+                      }
+                      title="Make the server's machine a login node of this cluster: slurm.conf, the munge key over SSM, munged, then switch to Slurm"
+                      aria-label={`Set up a login node of ${cluster.name}`}
+                      onClick={() => void connect(cluster, true)}
+                    >
+                      Set up login node
+                    </button>
+                  )}
                   {cluster.reason && (
                     <span className="jp-hyperpod-AwsConnect-reason">
                       {cluster.reason}

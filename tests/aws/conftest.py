@@ -1,7 +1,9 @@
 """moto's server on 127.0.0.1 for the real boto3, with moto's known gaps patched here (test code):
 `describe_cluster` keeps the Orchestrator given at creation, `list_cluster_nodes` pages by node id,
 FSx for Lustre gets a generated MountName, FSx data repository associations and SageMaker user
-profiles are answered from test data."""
+profiles are answered from test data; cluster nodes get EC2 instance ids and DescribeClusterNode
+their private address and DNS name; ssm:StartSession answers as SSM does (the session itself is
+`ssm_plugin_double.py`, the Session Manager plugin's double)."""
 
 from __future__ import annotations
 
@@ -18,12 +20,21 @@ from moto.fsx.responses import FSxResponse
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 from moto.sagemaker import models as sagemaker_models
 from moto.sagemaker.responses import SageMakerResponse
+from moto.ssm.responses import SimpleSystemManagerResponse as SSMResponse
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 
 # Test data for the APIs moto does not implement.
 ASSOCIATIONS: dict[str, list[dict[str, Any]]] = {}
+NODE_ADDRESSES: dict[str, tuple[str, str]] = {}
+"""Instance id -> (PrivatePrimaryIp, PrivateDnsHostname) of DescribeClusterNode (botocore's
+sagemaker model, ClusterNodeDetails; moto leaves both out). Unset: a 10.1.x.y address."""
+SSM_SESSIONS: list[dict[str, Any]] = []
+"""Every ssm:StartSession request the double answered."""
+SSM_OFFLINE: set[str] = set()
+"""Targets whose SSM agent is not connected: StartSession answers TargetNotConnected (botocore's
+ssm model lists it among StartSession's errors)."""
 USER_PROFILES: dict[tuple[str, str], dict[str, Any]] = {}
 _ORCHESTRATORS: dict[str, dict[str, Any]] = {}
 
@@ -76,6 +87,58 @@ def _patch_moto() -> None:
                 "MountName": uuid.uuid4().hex[:8],
             }
 
+    original_node_init = sagemaker_models.ClusterNode.__init__
+
+    def node_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_node_init(self, *args, **kwargs)
+        # HyperPod nodes are EC2 instances: `i-` and 17 hex digits (botocore's ClusterNodeId
+        # pattern), not moto's `<group>-<n>`.
+        self.instance_id = "i-" + uuid.uuid4().hex[:17]
+
+    original_node_describe = sagemaker_models.ClusterNode.describe
+
+    def node_describe(self: Any) -> dict[str, Any]:
+        result = original_node_describe(self)
+        n = int(self.instance_id[2:8], 16)
+        ip, dns = NODE_ADDRESSES.get(
+            self.instance_id,
+            (f"10.1.{n % 250}.{n // 250 % 250 + 1}", f"ip-10-1-{n % 250}-{n // 250 % 250 + 1}"),
+        )
+        if "." not in dns:
+            dns += f".{self.region_name}.compute.internal"
+        return {**result, "PrivatePrimaryIp": ip, "PrivateDnsHostname": dns}
+
+    def describe_cluster_node(self: Any, cluster_name: str, node_id: str) -> dict[str, Any]:
+        from moto.sagemaker.exceptions import ValidationError
+
+        cluster = self.clusters.get(cluster_name.rsplit("/", 1)[-1])
+        for node in cluster.nodes.values() if cluster else []:
+            if node.instance_id == node_id:
+                return node.describe()  # type: ignore[no-any-return]
+        raise ValidationError(message=f"Could not find node '{node_id}' in '{cluster_name}'.")
+
+    def start_session(self: SSMResponse) -> str:
+        from moto.ssm.exceptions import SSMException
+
+        request = {key: self._get_param(key) for key in ("Target", "DocumentName", "Parameters")}
+        if request["Target"] in SSM_OFFLINE:
+            raise SSMException("TargetNotConnected", f"{request['Target']} is not connected.")
+        session_id = f"hyperpod-test-{uuid.uuid4().hex[:17]}"
+        SSM_SESSIONS.append({**request, "SessionId": session_id})
+        # StartSessionResponse: SessionId, TokenValue, StreamUrl (botocore's ssm model).
+        return json.dumps(
+            {
+                "SessionId": session_id,
+                "TokenValue": uuid.uuid4().hex,
+                "StreamUrl": f"wss://ssmmessages.{REGION}.amazonaws.com/v1/data-channel/"
+                f"{session_id}?role=publish_subscribe",
+            }
+        )
+
+    sagemaker_models.ClusterNode.__init__ = node_init  # type: ignore[method-assign]
+    sagemaker_models.ClusterNode.describe = node_describe  # type: ignore[method-assign]
+    sagemaker_models.SageMakerModelBackend.describe_cluster_node = describe_cluster_node  # type: ignore[method-assign]
+    SSMResponse.start_session = start_session  # type: ignore[attr-defined]
     fsx_models.FileSystem.__init__ = fs_init  # type: ignore[method-assign]
     SageMakerResponse.create_cluster = create_cluster  # type: ignore[method-assign]
     sagemaker_models.Cluster.describe = describe  # type: ignore[method-assign]
@@ -111,6 +174,9 @@ def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
     requests.post(f"{moto_server}/moto-api/reset", timeout=10)
     ASSOCIATIONS.clear()
+    NODE_ADDRESSES.clear()
+    SSM_SESSIONS.clear()
+    SSM_OFFLINE.clear()
     USER_PROFILES.clear()
     _ORCHESTRATORS.clear()
     yield moto_server

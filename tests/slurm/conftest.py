@@ -229,3 +229,13 @@ def hyperpod_config(
         "refresh_interval": 0.3,
         "heartbeat_interval": 1.0,
     }
+
+
+LOGIN_FIGURES: dict[str, Any] = {}
+"""What the login-node tests measured (test_login_node.py), printed after the run."""
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if LOGIN_FIGURES:
+        terminalreporter.section("Slurm login node (connect --slurm): figures")
+        terminalreporter.write_line(", ".join(f"{k}: {v}" for k, v in LOGIN_FIGURES.items()))
