@@ -14,6 +14,7 @@ import {
   ILogSnapshot,
   INode,
   IRendered,
+  IStackDump,
   IQueuePage,
   IQueueLogs,
   IQueueQuery,
@@ -142,6 +143,16 @@ export class HyperpodClient {
 
   metrics(id: string): Promise<IJobMetrics> {
     return this._get(`jobs/${encodeURIComponent(id)}/metrics`);
+  }
+
+  /** A Python stack of every rank of a running job (py-spy dump), stored with the job. */
+  dumpStacks(id: string): Promise<IStackDump> {
+    return this._send('POST', `jobs/${encodeURIComponent(id)}/stacks`, {});
+  }
+
+  /** The job's last stack dump. */
+  stacks(id: string): Promise<IStackDump> {
+    return this._get(`jobs/${encodeURIComponent(id)}/stacks`);
   }
 
   /** A page of the cluster's queue: every user's jobs (GET queue). */

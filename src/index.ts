@@ -26,6 +26,7 @@ import { SubmitView } from './components/SubmitView';
 import { ViewBoundary } from './components/ViewBoundary';
 import { nextName, prefillFromJob } from './form';
 import { jobEndNotice } from './diagnosis';
+import { stallNotice } from './watchdog';
 import { isSubmittable, joinPath, toPartitionPath } from './format';
 import { clusterIcon } from './icons';
 import { asApiError, HyperpodModel } from './model';
@@ -238,7 +239,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
 
-    const resubmitJob = async (job: IJob) => {
+    const resubmitJob = async (job: IJob, excludeNodes: string[] = []) => {
       if (!model.templates) {
         await model.loadTemplates();
       }
@@ -249,6 +250,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
           { autoClose: 8000 }
         );
         return;
+      }
+      if (excludeNodes.length > 0) {
+        // Without the suspect nodes (Slurm --exclude, Kubernetes nodeAffinity NotIn).
+        const before = (job.spec.exclude_nodes ?? []).filter(
+          n => !excludeNodes.includes(n)
+        );
+        prefill.overrides = {
+          ...(prefill.overrides ?? {}),
+          exclude_nodes: [...before, ...excludeNodes]
+        };
       }
       model.requestSubmit({ ...prefill, name: nextName(job.name) });
       if (model.submitInMain) {
@@ -337,6 +348,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
             caption: `Open ${job.name}`,
             callback: () =>
               openJob(job, note.type === 'error' ? 'logs' : 'details')
+          }
+        ]
+      });
+    });
+
+    // A running job stalled (the server's watchdog): say so, with a button that opens it.
+    model.jobStalled.connect((_, job) => {
+      Notification.warning(stallNotice(job), {
+        autoClose: false,
+        actions: [
+          {
+            label: 'Open job',
+            caption: `Open ${job.name}`,
+            callback: () => openJob(job, 'details')
           }
         ]
       });

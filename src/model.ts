@@ -87,6 +87,11 @@ export class HyperpodModel implements IDisposable {
     return this._jobEnded;
   }
 
+  /** A running job's watchdog says it stalled (once per stall: a new `stalled_since`). */
+  get jobStalled(): ISignal<this, IJob> {
+    return this._jobStalled;
+  }
+
   get settings(): IPanelSettings {
     return this._settings;
   }
@@ -358,6 +363,16 @@ export class HyperpodModel implements IDisposable {
       ) {
         this._jobEnded.emit(job);
       }
+      const stalled =
+        job.state === 'RUNNING' ? (job.watchdog?.stalled_since ?? null) : null;
+      if (stalled !== null && this._stalls.get(job.id) !== stalled) {
+        this._jobStalled.emit(job);
+      }
+      if (stalled === null) {
+        this._stalls.delete(job.id);
+      } else {
+        this._stalls.set(job.id, stalled);
+      }
     }
   }
 
@@ -393,6 +408,8 @@ export class HyperpodModel implements IDisposable {
   private _submitInMain = false;
   private _states = new Map<string, JobState>();
   private _jobEnded = new Signal<this, IJob>(this);
+  private _stalls = new Map<string, number>();
+  private _jobStalled = new Signal<this, IJob>(this);
   private _watchPoll: Poll;
   private _settings: IPanelSettings;
   private _view: ViewName;

@@ -317,6 +317,40 @@ export interface IJobWatchdog {
   auto_cancel_at: number | null;
 }
 
+export interface IStackFrame {
+  name: string;
+  filename: string;
+  line: number;
+  /** Not every rank's same thread has this frame at this depth. */
+  differs: boolean;
+}
+
+export interface IThreadStack {
+  name: string | null;
+  thread_id: number;
+  active: boolean;
+  /** Innermost first, as py-spy prints them. */
+  frames: IStackFrame[];
+}
+
+export interface IRankStack {
+  rank: number;
+  node: string | null;
+  pid: number | null;
+  threads: IThreadStack[];
+  /** Why this rank has no stack. */
+  error: string | null;
+  /** What to add so that it has one. */
+  fix: string | null;
+}
+
+/** A Python stack of every rank (py-spy dump), stored with the job. */
+export interface IStackDump {
+  job_id: string;
+  taken_at: number;
+  ranks: IRankStack[];
+}
+
 export interface IJobProgress {
   step: number;
   total: number;

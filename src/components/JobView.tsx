@@ -18,6 +18,7 @@ import { ViewBoundary } from './ViewBoundary';
 import { resources } from './JobsView';
 import { failedRank } from '../diagnosis';
 import { JobDiagnosis } from './JobDiagnosis';
+import { WatchdogBanner } from './WatchdogBanner';
 import { LogView } from './LogView';
 import { MetricsView } from './MetricsView';
 import { JobGpuChart } from './GpuBars';
@@ -31,7 +32,7 @@ export interface IJobViewProps {
   job: IJob;
   initialTab: JobTab;
   cancelJob: (job: IJob) => Promise<IJob | null>;
-  resubmitJob: (job: IJob) => void;
+  resubmitJob: (job: IJob, excludeNodes?: string[]) => void;
   onJob?: (job: IJob) => void;
   /** Whether the job's tab is shown: its polls stand by while it is not. */
   isVisible?: () => boolean;
@@ -230,6 +231,16 @@ export function JobView(props: IJobViewProps): JSX.Element {
         <RefreshButton title="Refresh the job" onClick={refresh} />
       </header>
       <ErrorMessage error={error} stale onRetry={refresh} />
+      {running && (
+        <WatchdogBanner
+          client={model.client}
+          job={job}
+          cancelJob={j => {
+            void props.cancelJob(j).then(next => next && update(next));
+          }}
+          resubmitJob={props.resubmitJob}
+        />
+      )}
       <ViewBoundary view="Diagnosis">
         <JobDiagnosis
           client={model.client}

@@ -10,6 +10,7 @@ import * as React from 'react';
 import { formatAge, jobDuration } from '../format';
 import { HyperpodModel } from '../model';
 import { IJob, isFinished, JobState } from '../models';
+import { isStalled, watchdogLine } from '../watchdog';
 import {
   ErrorMessage,
   IconButton,
@@ -106,6 +107,14 @@ function JobRow(
         {job.state === 'RUNNING' && job.progress && (
           <span className="jp-hyperpod-JobRow-line jp-hyperpod-JobRow-sub">
             <JobProgress progress={job.progress} />
+          </span>
+        )}
+        {watchdogLine(job) && (
+          <span
+            className={`jp-hyperpod-JobRow-line jp-hyperpod-JobRow-sub jp-hyperpod-JobRow-watchdog${isStalled(job) ? ' jp-mod-stalled' : ''}`}
+            title={job.watchdog?.stalled_detail ?? undefined}
+          >
+            {watchdogLine(job)}
           </span>
         )}
         {job.state === 'PENDING' && job.state_reason && (
