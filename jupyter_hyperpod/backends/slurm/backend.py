@@ -19,6 +19,7 @@ from typing import Any
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from ...core.api import DiagnosticCheck
+from ...core.byo import FileContext, PreparedFile
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
 from ...core.models import Capabilities, JobState, Node, RankInfo
@@ -265,6 +266,58 @@ class SlurmOrchestrator(Orchestrator):
             data=state,
         )
 
+    # -- the user's own sbatch scripts (user_script.py) --------------------------------------
+    def _test_only(self, text: str, options: list[str]) -> str | None:
+        """sbatch --test-only: Slurm's own reading of the script and its options (nothing is
+        queued); None when it would take it, else its message."""
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".sbatch", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            done = self.commands.run(
+                "sbatch", ["--test-only", *options, handle.name], ok_codes=(0, 1)
+            )
+        if done.returncode == 0:
+            return None
+        return " ".join(done.stderr.strip().splitlines()[-3:]) or "refused"
+
+    def prepare_file(self, context: FileContext) -> PreparedFile:
+        from .user_script import prepare_script
+
+        self._know_controller()
+        return prepare_script(context, context.partition, self._test_only)
+
+    def submit_file(self, prepared: PreparedFile, context: FileContext) -> JobUpdate:
+        local_dir = Path(context.job_dir_local)
+        script = local_dir / "sent.sbatch"
+        script.write_text(prepared.text, encoding="utf-8")
+        done = self.commands.run("sbatch", ["--parsable", *prepared.payload, str(script)])
+        slurm_id = done.stdout.strip().splitlines()[-1].split(";")[0].strip() if done.stdout else ""
+        if not slurm_id.isdigit():
+            raise BackendError(f"sbatch did not print a job id: {done.stdout.strip()!r}")
+        output = next(
+            (o.split("=", 1)[1] for o in prepared.payload if o.startswith("--output=")), None
+        )
+        return JobUpdate(
+            backend_id=slurm_id,
+            state=JobState.PENDING,
+            events=[f"submitted {context.filename or 'your script'} as Slurm job {slurm_id}"],
+            data=SlurmState(
+                slurm_id=slurm_id,
+                stdout=output.replace("%j", slurm_id) if output else None,
+                stdout_known=False,
+                job_dir=context.job_dir,
+                job_dir_local=str(local_dir),
+                script=str(script),
+                world_size=1,
+                procs_per_node=1,
+                torchrun=False,
+                slurm_state="PENDING",
+                adopted=True,
+            ),
+        )
+
     def _refusal(self, launch: Launch, error: BackendError) -> HyperPodError:
         """sbatch's refusals that the person can fix in the form, named by field."""
         spec, message = launch.spec, error.message
@@ -397,9 +450,12 @@ class SlurmOrchestrator(Orchestrator):
         if state != job.state:
             reason = f" ({record.reason})" if record.reason else ""
             new_events.append(f"Slurm: {record.slurm_state}{reason}")
+        why = failure_reason(_state_reason(record), state, runs)
+        if state == JobState.FAILED and not runs and known.adopted:
+            why = _srun_failure(merged, why)
         return JobUpdate(
             state=state,
-            state_reason=failure_reason(_state_reason(record), state, runs),
+            state_reason=why,
             started=record.start if state != JobState.PENDING else None,
             ended=record.end if state.finished else None,
             exit_code=exit_code if state.finished else None,
@@ -546,6 +602,23 @@ def _local_path(data: SlurmState, cluster_path: str) -> str:
     ):
         return local_dir + cluster_path[len(job_dir.rstrip("/")) :]
     return cluster_path
+
+
+def _srun_failure(data: SlurmState, reason: str | None) -> str | None:
+    """A job of its own script (no rank records): the task srun names in its output."""
+    from .user_script import failed_task
+
+    reader = FileLogReader(_rank_log_local(data, 0))
+    try:
+        text = reader.tail(200)[0].decode("utf-8", "replace")
+    except OSError:
+        return reason
+    finally:
+        reader.close()
+    named = failed_task(text)
+    if named is None:
+        return reason
+    return f"{reason}: {named}" if reason else named
 
 
 def _rank_log_local(data: SlurmState, rank: int) -> str:
