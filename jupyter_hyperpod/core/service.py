@@ -73,6 +73,7 @@ from .models import (
     JobState,
     LogSnapshot,
     Node,
+    RankStack,
     Rendered,
     StackDump,
     TemplateInfo,
@@ -846,15 +847,25 @@ class HyperPodService:
             raise InvalidRequest(
                 f"job '{job_id}' is {job.state.value}: only a running job has stacks", field="id"
             )
+        # A backend dumps every rank at once (Slurm: one srun) or one rank at a time (local).
+        dump_all = getattr(self.orchestrator, "dump_stacks", None)
         dump_stack = getattr(self.orchestrator, "dump_stack", None)
-        if dump_stack is None:
+        if dump_all is None and dump_stack is None:
             raise InvalidRequest(
                 f"the {self.orchestrator.kind} backend cannot dump stacks yet", field="id"
             )
         nodes = {info.rank: info.node for info in job.ranks}
+        every = dump_all(_stored(job, data)) if dump_all is not None else {}
         ranks = []
         for rank in range(job.spec.world_size):
-            found = dump_stack(_stored(job, data), rank)
+            if dump_all is not None:
+                found = every.get(rank) or RankStack(
+                    rank=rank, error="no process of this rank was found on its node"
+                )
+            elif dump_stack is not None:
+                found = dump_stack(_stored(job, data), rank)
+            else:  # unreachable: one of the two exists
+                continue
             if not found.node:
                 found = found.model_copy(update={"node": nodes.get(rank)})
             ranks.append(found)

@@ -22,7 +22,7 @@ from ...core.api import DiagnosticCheck
 from ...core.byo import FileContext, PreparedFile
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
-from ...core.models import Capabilities, JobState, Node, RankInfo
+from ...core.models import Capabilities, JobState, Node, RankInfo, RankStack
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from . import jobs as slurm_jobs
@@ -515,6 +515,12 @@ class SlurmOrchestrator(Orchestrator):
         if rank < 0 or rank >= world:
             raise InvalidRequest(f"rank must be between 0 and {world - 1}", field="rank")
         return FileLogReader(_rank_log_local(_state(job), rank))
+
+    def dump_stacks(self, job: StoredJob) -> dict[int, RankStack]:
+        """Every rank's Python stack, through `srun --overlap --jobid` (backends/slurm/stacks.py)."""
+        from .stacks import dump_stacks
+
+        return dump_stacks(self, job)
 
     def diagnose(self) -> list[DiagnosticCheck]:
         """The client commands, munge, slurmctld and the partition (backends/slurm/diagnose.py)."""
