@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -200,6 +201,16 @@ def test_the_wheel_installed_in_a_clean_venv_runs_in_jupyterlab(
         )["jupyterlab"]["_build"]["load"]
         status, script = _get(f"{base}/lab/extensions/jupyter-hyperpod/{entry}", token)
         assert status == 200 and b"jupyter-hyperpod" in script
+        # The log WebSocket authenticates on every jupyter_server (before 2.13: server_compat.py).
+        stream = f"{base}/hyperpod/api/jobs/none/logs/stream"
+        upgrade = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13"}
+        upgrade["Sec-WebSocket-Key"] = "dGhlIHNhbXBsZSBub25jZQ=="
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(stream, headers=upgrade), timeout=10)
+        assert refused.value.code == 403
+        with pytest.raises(urllib.error.HTTPError) as plain:
+            _get(stream, token)
+        assert plain.value.code == 400 and b"Upgrade: websocket" in plain.value.read()
     finally:
         server.terminate()
         server.wait(timeout=30)
