@@ -312,7 +312,9 @@ HOSTILE: list[tuple[str, str, int, str]] = [
     ),
     (
         "unknown field",
-        SEED.replace("              imagePullPolicy: Always", "              imagePullPolice: Always"),
+        SEED.replace(
+            "              imagePullPolicy: Always", "              imagePullPolice: Always"
+        ),
         400,
         f"line 31: {WORKER}.containers[0].imagePullPolice: V1Container has no such field",
     ),
@@ -350,3 +352,64 @@ async def test_crlf_manifest_reads_as_its_lf_form(api: Api, project: Path) -> No
     crlf = await api.post("jobs/apply", {**body, "text": SEED.replace("\n", "\r\n")})
     assert crlf.status == lf.status == 200, crlf.body
     assert crlf.body["text"] == lf.body["text"]
+
+
+async def _off_loop(function: Any, *args: Any, **kwargs: Any) -> Any:
+    import asyncio
+    import functools
+
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, functools.partial(function, *args, **kwargs))
+
+
+async def test_client_cli_and_magics_preview_the_same(
+    jp_serverapp: Any, jp_fetch: Any, project: Path, tmp_path: Path, kubeconfig: Path
+) -> None:
+    """The Python client, `jupyter hyperpod apply` and `%hyperpod apply`/`%%hyperpod apply`
+    are the one core's apply: the same preview, the same refusal."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from jupyter_hyperpod.cli.output import Console
+    from jupyter_hyperpod.cli.verbs import run
+    from jupyter_hyperpod.client import HyperPodClient
+    from jupyter_hyperpod.core.byo import AppliedFile
+    from jupyter_hyperpod.core.errors import Forbidden, InvalidRequest
+
+    client = HyperPodClient(jp_serverapp.connection_url, jp_serverapp.identity_provider.token)
+    before = pytorchjobs(kubeconfig)
+    try:
+        preview = await _off_loop(client.apply, SEED, filename="pod-finetuning.yaml", dry_run=True)
+        assert isinstance(preview, AppliedFile) and preview.job is None
+        assert [p.path for p in preview.problems][-1] == "spec.pytorchReplicaSpecs"
+        with pytest.raises(InvalidRequest, match="--fix"):
+            await _off_loop(client.apply, SEED, filename="pod-finetuning.yaml")
+        with pytest.raises(Forbidden, match="rule: no privileged"):
+            await _off_loop(
+                client.apply, _edit([*CONTAINER, "securityContext"], {"privileged": True})
+            )
+
+        manifest = tmp_path / "pod-finetuning.yaml"
+        manifest.write_text(SEED)
+        outcome, _args = await _off_loop(
+            run, ["apply", str(manifest), "--dry-run"], console=Console(), api=client
+        )
+        shown = str(outcome.value)
+        assert "# ! spec.pytorchReplicaSpecs: line 8: 2 Workers" in shown
+        assert "#   fix (--fix): add spec.elasticPolicy" in shown
+        assert "# + metadata.labels.hyperpod.jupyter.org/user added: alice" in shown
+        assert "+  elasticPolicy:" in shown  # the fix diff
+        assert outcome.value.text == preview.text
+
+        shell = InteractiveShell.instance()
+        shell.run_line_magic("load_ext", "jupyter_hyperpod")
+        magics = shell.magics_manager.registry["HyperPodMagics"]
+        magics.api = client
+        line = await _off_loop(
+            shell.run_line_magic, "hyperpod", f"apply {manifest} --dry-run --fix"
+        )
+        assert "elasticPolicy" in yaml.safe_load(line.text)["spec"]
+        cell = await _off_loop(shell.run_cell_magic, "hyperpod", "apply --dry-run", SEED)
+        assert cell.problems == preview.problems and cell.filename == "cell.yaml"
+    finally:
+        client.close()
+    assert pytorchjobs(kubeconfig) == before
