@@ -214,6 +214,8 @@ export interface IWatchdogSpec {
   straggler_windows?: number | null;
   window_seconds?: number | null;
   auto_cancel_minutes?: number | null;
+  /** HyperPodPyTorchJob: the operator's slow rule, our loop's tokens/s below this. */
+  slow_tokens_per_second?: number | null;
 }
 
 export interface ITemplateSubmission {

@@ -244,6 +244,12 @@ class WatchdogSpec(StrictModel):
         le=7 * 24 * 60,
         description="Cancel the job once it has been stalled this long (null: never)",
     )
+    slow_tokens_per_second: int | None = Field(
+        None,
+        ge=1,
+        le=10**9,
+        description="HyperPodPyTorchJob: the operator's slow rule, our loop's tokens/s below this",
+    )
 
     @field_validator("step_pattern")
     @classmethod

@@ -271,7 +271,10 @@ def test_hyperpod_job_is_first_and_runs_hyperpodrun(
     (replica,) = manifest["spec"]["replicaSpecs"]
     assert replica["name"] == "pods" and replica["replicas"] == 4
     assert manifest["spec"]["nprocPerNode"] == "2"
-    assert manifest["spec"]["runPolicy"] == {"jobMaxRetryCount": 2, "cleanPodPolicy": "None"}
+    run_policy = manifest["spec"]["runPolicy"]
+    rules = run_policy.pop("logMonitoringConfiguration")  # the watchdog's (test_log_monitoring)
+    assert [rule["name"] for rule in rules] == ["hyperpod-watchdog-hang"]
+    assert run_policy == {"jobMaxRetryCount": 2, "cleanPodPolicy": "None"}
     (container,) = replica["template"]["spec"]["containers"]
     assert container["command"][:4] == [
         "hyperpodrun",

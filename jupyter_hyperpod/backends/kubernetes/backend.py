@@ -399,6 +399,7 @@ class KubernetesOrchestrator(Orchestrator):
             python=getattr(self.settings, "cluster_python", "") or "python3",
             allowed_namespaces=list(self.allowed_namespaces),
             run_as_partition_owner=self.run_as_partition_owner,
+            watchdog_settings=self.settings,
         )
 
     def render(self, launch: Launch) -> RenderedJob:

@@ -17,7 +17,9 @@ import yaml
 from ...core.errors import Forbidden, InvalidRequest
 from ...core.launch import program_argv, torchrun_argv, uses_torchrun
 from ...core.models import JobSpec
+from ...core.watchdog import config_for
 from ..base import Launch
+from .log_monitoring import log_monitoring_rules
 from .nodes import DEEP_HEALTH_LABEL, EFA_RESOURCE, HEALTH_LABEL
 
 KUBEFLOW = ("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob")
@@ -73,6 +75,9 @@ class ManifestOptions:
     extra_labels: dict[str, str] = field(default_factory=dict)
     run_as_partition_owner: bool = False
     """Pods run as the owner of the job's partition (securityContext), see admin/owner.py."""
+    watchdog_settings: Any = None
+    """The HyperPodSettings whose watchdog_* defaults a HyperPodPyTorchJob's
+    logMonitoringConfiguration takes (None: no rules)."""
     # Kueue as the cluster has it: LocalQueues by namespace and the WorkloadPriorityClasses;
     # None where Kueue is not installed (or could not be read): then any name is passed on.
     local_queues: dict[str, list[str]] | None = None
@@ -420,6 +425,13 @@ def build_manifest(launch: Launch, options: ManifestOptions) -> dict[str, Any]:
         # as AWS's own template leaves it).
         run_policy["jobMaxRetryCount"] = retry_count
         run_policy["cleanPodPolicy"] = "None"
+        if options.watchdog_settings is not None:
+            watchdog = config_for(spec.watchdog, options.watchdog_settings)
+            if watchdog.enabled:
+                slow = spec.watchdog.slow_tokens_per_second if spec.watchdog else None
+                run_policy["logMonitoringConfiguration"] = log_monitoring_rules(
+                    watchdog, slow_below=slow
+                )
         job_spec = {
             "nprocPerNode": str(spec.procs_per_node),
             "runPolicy": run_policy,

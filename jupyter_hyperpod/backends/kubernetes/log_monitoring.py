@@ -1,0 +1,57 @@
+"""The watchdog's rules as HyperPod's own: `spec.runPolicy.logMonitoringConfiguration` of a
+HyperPodPyTorchJob, so that the training operator sees a hang (and restarts the job as its
+runPolicy says) even while no JupyterLab watches.
+
+AWS's model (`hyperpod_pytorch_job_unified_config.LogMonitoringConfiguration`): each rule has a
+`name` and a `logPattern` (a regex, "can optionally include one capturing group to extract a
+numeric metric value"); `expectedStartCutOffInSeconds` (time to the first match) and
+`expectedRecurringFrequencyInSeconds` (time between two matches) make it HANGING; `metricThreshold`
+with an `operator` (gt, lt, eq, gteq, lteq) over `metricEvaluationDataPoints` consecutive matches
+makes it SLOW. The operator is written in Go: its patterns are RE2, which has no look-around and
+no back-references.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ...core.errors import InvalidRequest
+from ...core.watchdog import WatchdogConfig
+
+HANG_PATTERN = r"step [0-9]+ ?/ ?[0-9]+|\| *[0-9]+/[0-9]+ *\["
+"""Our training loop's and plain `step N/M` lines, and tqdm's bars (the Trainer's too)."""
+SLOW_PATTERN = r"\| ([0-9]+) tok/s"
+"""Our loop's tokens/s (`| 987 tok/s |`). It writes 1,000 and more with a comma, which this does
+not match: a rule `lt` a threshold only ever needs the smaller values."""
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P=")
+
+
+def log_monitoring_rules(config: WatchdogConfig, *, slow_below: int | None) -> list[dict[str, Any]]:
+    """A hang rule on the job's step lines, and a slow rule (tokens/s below `slow_below`)."""
+    pattern = config.step_pattern or HANG_PATTERN
+    if _NOT_RE2.search(pattern):
+        raise InvalidRequest(
+            "watchdog.step_pattern: HyperPod's operator reads patterns as RE2, which has no "
+            "look-ahead, look-behind or back-references",
+            field="watchdog.step_pattern",
+        )
+    rules: list[dict[str, Any]] = [
+        {
+            "name": "hyperpod-watchdog-hang",
+            "logPattern": pattern,
+            "expectedStartCutOffInSeconds": int(config.start_cutoff_seconds),
+            "expectedRecurringFrequencyInSeconds": int(config.hang_floor_seconds),
+        }
+    ]
+    if slow_below:
+        rules.append(
+            {
+                "name": "hyperpod-watchdog-slow",
+                "logPattern": SLOW_PATTERN,
+                "metricThreshold": int(slow_below),
+                "operator": "lt",
+                "metricEvaluationDataPoints": int(config.straggler_windows),
+            }
+        )
+    return rules
