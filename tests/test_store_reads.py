@@ -87,6 +87,36 @@ def test_a_row_read_again_is_reused_but_never_shared(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_total_is_counted_again_after_any_commit_and_only_then(tmp_path: Path) -> None:
+    """A list poll reuses its total while nothing was written; a write of this process or of
+    another process (another server on the same store) counts again; the state filter uses its
+    own index, never a scan of the table."""
+    path = tmp_path / "jobs.sqlite"
+    store = JobStore(path)
+    scope = {"orchestrator": "local", "cluster": "local", "user": "alice"}
+    for i in range(5):
+        store.insert(a_job(f"train-{i:06d}", float(i)), "local", {})
+    assert store.query(**scope, limit=2)[1] == 5
+    counted: list[str] = []
+    store._reader().set_trace_callback(counted.append)
+    assert store.query(**scope, limit=2)[1] == 5
+    assert not [sql for sql in counted if "COUNT(*)" in sql]  # nothing written: not counted
+    store.insert(a_job("train-000005", 5.0), "local", {})  # this process's writer
+    assert store.query(**scope, limit=2)[1] == 6
+    other = sqlite3.connect(path, isolation_level=None)  # another process's write
+    other.execute("UPDATE jobs SET state = 'FAILED' WHERE id = 'train-000001'")
+    assert store.query(**scope, states=[JobState.FAILED], limit=2)[1] == 1
+    other.execute("DELETE FROM jobs WHERE id = 'train-000002'")
+    assert store.query(**scope, limit=2)[1] == 5
+    plan = other.execute(
+        "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM jobs WHERE orchestrator = 'local' AND "
+        "cluster = 'local' AND user = 'alice' AND state IN ('FAILED')"
+    ).fetchall()
+    assert "COVERING INDEX jobs_by_scope_state" in str(plan), plan
+    other.close()
+    store.close()
+
+
 async def test_status_reads_are_answered_on_the_loop_once_the_tracker_has_looked(
     api: Api, jp_serverapp: Any, partition: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,7 +33,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     spec TEXT NOT NULL,
     data TEXT NOT NULL DEFAULT '{}'
 );
-CREATE INDEX IF NOT EXISTS jobs_by_scope ON jobs (orchestrator, cluster, user, created);
+DROP INDEX IF EXISTS jobs_by_scope;
+CREATE INDEX IF NOT EXISTS jobs_by_scope_time ON jobs (orchestrator, cluster, user, created, id);
+CREATE INDEX IF NOT EXISTS jobs_by_scope_state ON jobs (orchestrator, cluster, user, state, created, id);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 CREATE TABLE IF NOT EXISTS leases (
     owner TEXT PRIMARY KEY,
@@ -98,6 +100,25 @@ class JobStore:
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return self._reader().execute(sql, args).fetchall()
+
+    def _count(self, where: str, args: Sequence[Any]) -> int:
+        """COUNT(*) of the rows `where` selects, counted again only after a commit: a list poll
+        of a long history asks for the same total again and again (100,000 rows: ~7 ms a count).
+        `PRAGMA data_version` of this thread's reader changes with every commit of any other
+        connection, this process's writer and other processes' included (the reader never
+        writes)."""
+        reader = self._reader()
+        version = reader.execute("PRAGMA data_version").fetchone()[0]
+        counts: dict[tuple[Any, ...], int] = getattr(self._local, "counts", {})
+        if getattr(self._local, "counts_version", None) != version:
+            counts = {}
+            self._local.counts, self._local.counts_version = counts, version
+        key = (where, *args)
+        if key not in counts:
+            counts[key] = reader.execute(
+                f"SELECT COUNT(*) FROM jobs WHERE {where}", args
+            ).fetchone()[0]
+        return counts[key]
 
     def _decode(self, row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
         """A row as (job, cluster, data); a row already decoded (same values) is not parsed
@@ -190,7 +211,7 @@ class JobStore:
         if states:
             where += f" AND state IN ({','.join('?' * len(states))})"
             args += [s.value for s in states]
-        total = self._rows(f"SELECT COUNT(*) FROM jobs WHERE {where}", args)[0][0]
+        total = self._count(where, args)
         sql = f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created DESC, id DESC"
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
