@@ -90,7 +90,10 @@ class FileContext:
     """The job's directory as the cluster sees it."""
     job_dir_local: Path
     """The same directory as this machine sees it (its owner: admin/owner.py)."""
-    check_path: Callable[[str, str], None]
+    replaces: str | None = None
+    """On a resubmit: the cluster id of the job resubmitted once it has ended (its object may be
+    replaced by the new one of the same name)."""
+    check_path: Callable[[str, str], None] = field(default=lambda path, where: None)
     """`check_path(cluster_path, field)`: raises PathNotAllowed unless the path (as the cluster
     sees it) is in the user's partition (core/partition.py)."""
 

@@ -523,6 +523,10 @@ class HyperPodService:
                 f"{field}: '{path}' is outside your partition ({partition}) (rule: paths)",
                 field=field,
             ) from None
+        replaces = None
+        if request.resubmit:
+            before, _ = self._get(request.resubmit)
+            replaces = before.backend_id if before.state.finished else None
         self.partition.resolve(relative.as_posix() if relative.parts else "", field=field)
 
     def _file_context(self, request: ApplyRequest, job_id: str) -> FileContext:
@@ -532,6 +536,7 @@ class HyperPodService:
             filename=request.filename,
             job_id=job_id,
             user=self.settings.user,
+            replaces=replaces,
             fix=request.fix,
             partition=self.to_cluster(self.partition.root),
             job_dir=self.to_cluster(job_dir),

@@ -178,11 +178,19 @@ async def test_seed_manifest_diagnosed_then_fixed_runs_to_succeeded(
     stored = project.parent / final["spec"]["params"]["applied_file"]
     assert stored.read_text() == SEED  # the file as the user sent it, kept with the job
 
-    # Resubmit sends the stored file, not the one in the partition now: same name -> 409 while
-    # the old object is there.
+    # Another object of that name (not the ended job's) is a 409; a resubmit sends the stored
+    # file (not what the partition has now), the ended job's object making way.
+    other = await api.post("jobs/apply", {**body, "fix": True})
+    assert other.status == 409, other.body
+    assert "already exists" in other.body["error"]["message"]
     again = await api.post("jobs/apply", {"resubmit": job["id"]})
-    assert again.status == 409, again.body
-    assert "already exists" in again.body["error"]["message"]
+    assert again.status == 201, again.body
+    second = again.body["job"]
+    assert second["id"] != job["id"] and second["backend_id"] == job["backend_id"]
+    assert any("deleted" in event for event in second["events"]), second["events"]
+    assert yaml.safe_load(again.body["text"])["spec"]["elasticPolicy"]  # its --fix kept
+    frames, _ws = await api.follow(second["id"], rank="all", timeout=90)
+    assert frames[-1]["type"] == "end" and frames[-1]["state"] == "SUCCEEDED", frames[-3:]
     api_client = k8s_config.new_client_from_config(str(kubeconfig))
     try:
         k8s_client.CustomObjectsApi(api_client).delete_namespaced_custom_object(

@@ -492,6 +492,11 @@ class KubernetesOrchestrator(Orchestrator):
                 group,
                 version,
                 namespace,
+        events = []
+        if context.replaces == name:
+            # A resubmit of a job that has ended: its object (same name, ours) makes way.
+            self._delete_ended(group, version, namespace, plural, kind, name)
+            events.append(f"the ended {kind} {namespace}/{name} of the resubmitted job deleted")
                 plural,
                 manifest,
             )
@@ -510,7 +515,10 @@ class KubernetesOrchestrator(Orchestrator):
         return JobUpdate(
             state=JobState.PENDING,
             backend_id=name,
-            events=[f"created {kind} {namespace}/{name} from {context.filename or 'your file'}"],
+            events=[
+                *events,
+                f"created {kind} {namespace}/{name} from {context.filename or 'your file'}",
+            ],
             data=KubernetesState(
                 namespace=namespace,
                 kind=kind,
@@ -531,6 +539,37 @@ class KubernetesOrchestrator(Orchestrator):
         return str(_state(job).namespace or job.spec.namespace or self.namespace)
 
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+    def _delete_ended(
+        self, group: str, version: str, namespace: str, plural: str, kind: str, name: str
+    ) -> None:
+        """Delete the object of an ended job and wait (10 s at most) until the API has it gone."""
+        with contextlib.suppress(NotFound):
+            self.kube.call(
+                f"delete {kind} {name} in namespace {namespace}",
+                self.kube.custom.delete_namespaced_custom_object,
+                group,
+                version,
+                namespace,
+                plural,
+                name,
+                propagation_policy="Background",
+            )
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                self.kube.call_json(
+                    f"read {kind} {name} in namespace {namespace}",
+                    self.kube.custom.get_namespaced_custom_object,
+                    group,
+                    version,
+                    namespace,
+                    plural,
+                    name,
+                )
+            except NotFound:
+                return
+            time.sleep(0.2)
+
         if any(_state(job).adopted for job in jobs):  # created elsewhere: queue.py
             from .queue import refresh_adopted
 
