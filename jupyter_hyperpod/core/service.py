@@ -523,24 +523,24 @@ class HyperPodService:
                 f"{field}: '{path}' is outside your partition ({partition}) (rule: paths)",
                 field=field,
             ) from None
-        replaces = None
-        if request.resubmit:
-            before, _ = self._get(request.resubmit)
-            replaces = before.backend_id if before.state.finished else None
         self.partition.resolve(relative.as_posix() if relative.parts else "", field=field)
 
     def _file_context(self, request: ApplyRequest, job_id: str) -> FileContext:
         job_dir = self.partition.root / JOBS_DIR / job_id
+        replaces = None
+        if request.resubmit:
+            before, _ = self._get(request.resubmit)
+            replaces = before.backend_id if before.state.finished else None
         return FileContext(
             text=request.text,
             filename=request.filename,
             job_id=job_id,
             user=self.settings.user,
-            replaces=replaces,
             fix=request.fix,
             partition=self.to_cluster(self.partition.root),
             job_dir=self.to_cluster(job_dir),
             job_dir_local=job_dir,
+            replaces=replaces,
             check_path=self.check_cluster_path,
         )
 

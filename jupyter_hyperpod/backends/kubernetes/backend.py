@@ -485,6 +485,11 @@ class KubernetesOrchestrator(Orchestrator):
         group, version, plural, kind = JOB_KINDS[str(prepared.kind)]
         manifest = prepared.payload
         name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
+        events = []
+        if context.replaces == name:
+            # A resubmit of a job that has ended: its object (same name, ours) makes way.
+            self._delete_ended(group, version, namespace, plural, kind, name)
+            events.append(f"the ended {kind} {namespace}/{name} of the resubmitted job deleted")
         try:
             self.kube.call(
                 f"create {kind} {name} in namespace {namespace}",
@@ -492,11 +497,6 @@ class KubernetesOrchestrator(Orchestrator):
                 group,
                 version,
                 namespace,
-        events = []
-        if context.replaces == name:
-            # A resubmit of a job that has ended: its object (same name, ours) makes way.
-            self._delete_ended(group, version, namespace, plural, kind, name)
-            events.append(f"the ended {kind} {namespace}/{name} of the resubmitted job deleted")
                 plural,
                 manifest,
             )
@@ -532,13 +532,6 @@ class KubernetesOrchestrator(Orchestrator):
             ),
         )
 
-    def _kind_of(self, job: StoredJob) -> tuple[str, str, str, str]:
-        return job_kind(_state(job).kind or job.spec.kind, self.default_kind)
-
-    def _namespace_of(self, job: StoredJob) -> str:
-        return str(_state(job).namespace or job.spec.namespace or self.namespace)
-
-    def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
     def _delete_ended(
         self, group: str, version: str, namespace: str, plural: str, kind: str, name: str
     ) -> None:
@@ -570,6 +563,13 @@ class KubernetesOrchestrator(Orchestrator):
                 return
             time.sleep(0.2)
 
+    def _kind_of(self, job: StoredJob) -> tuple[str, str, str, str]:
+        return job_kind(_state(job).kind or job.spec.kind, self.default_kind)
+
+    def _namespace_of(self, job: StoredJob) -> str:
+        return str(_state(job).namespace or job.spec.namespace or self.namespace)
+
+    def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
         if any(_state(job).adopted for job in jobs):  # created elsewhere: queue.py
             from .queue import refresh_adopted
 
