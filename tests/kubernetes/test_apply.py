@@ -268,6 +268,24 @@ HOSTILE: list[tuple[str, str, int, str]] = [
         403,
         "rule: no added capabilities",
     ),
+    (
+        "privileged init container",
+        _edit(
+            [*POD, "initContainers"],
+            [{"name": "init", "image": IMAGE, "securityContext": {"privileged": True}}],
+        ),
+        403,
+        f"{WORKER}.initContainers[0].securityContext.privileged",
+    ),
+    (
+        "privileged ephemeral container",
+        _edit(
+            [*POD, "ephemeralContainers"],
+            [{"name": "debug", "image": IMAGE, "securityContext": {"privileged": True}}],
+        ),
+        403,
+        f"{WORKER}.ephemeralContainers[0].securityContext.privileged",
+    ),
     ("hostNetwork", _edit([*POD, "hostNetwork"], True), 403, "rule: no hostNetwork"),
     ("hostPID", _edit([*POD, "hostPID"], True), 403, "rule: no hostPID"),
     ("hostIPC", _edit([*POD, "hostIPC"], True), 403, "rule: no hostIPC"),

@@ -284,7 +284,7 @@ def _check_pods(
                     f"service account '{account}' is not allowed (allowed: {allowed})",
                 )
         claims = _check_volumes(pod, pod_path, lines, policy)
-        for key in ("containers", "initContainers"):
+        for key in ("containers", "initContainers", "ephemeralContainers"):
             for index, container in enumerate(pod.get(key) or []):
                 cpath = f"{pod_path}.{key}[{index}]"
                 _check_privileges(container, cpath, lines)
