@@ -20,6 +20,8 @@
 # `stop-controller` / `start-controller` stop and restart slurmctld alone, keeping its saved state
 # (running jobs survive), to test what clients do while the controller is away.
 set -euo pipefail
+# The cluster's own clients read /etc/slurm, whatever login node the caller is set up as.
+unset SLURM_CONF
 
 NODES=${SLURM_NODES:-4}
 GPUS=${GPUS_PER_NODE:-4}
@@ -46,10 +48,20 @@ running() {
 }
 pid_of() { cat "$RUN/$1.pid" 2>/dev/null || true; }
 
+# A daemon keeps no descriptor this script inherited: `flock /tmp/slurm.lock <this script>`
+# would otherwise stay locked for as long as munged or slurmd runs.
+no_inherited_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 # Daemons run in the foreground (-D) in their own session; we keep their pids ourselves.
 spawn() {
   local name=$1; shift
-  setsid "$@" >>"$LOGS/$name.console" 2>&1 </dev/null &
+  (no_inherited_fds; exec setsid "$@" >>"$LOGS/$name.console" 2>&1 </dev/null) &
   echo $! >"$RUN/$name.pid"
 }
 
@@ -99,7 +111,7 @@ start_munge() {
   [ -s /etc/munge/munge.key ] || mungekey -c -k /etc/munge/munge.key
   chown munge:munge /etc/munge/munge.key
   if ! munge -n </dev/null >/dev/null 2>&1; then
-    runuser -u munge -- /usr/sbin/munged </dev/null >/dev/null 2>&1
+    (no_inherited_fds; exec runuser -u munge -- /usr/sbin/munged </dev/null >/dev/null 2>&1)
   fi
 }
 
@@ -162,7 +174,7 @@ gres_conf() {
 start_dbd() {
   install -d -o mysql -g mysql /run/mysqld
   if ! mysqladmin ping >/dev/null 2>&1; then
-    setsid /usr/sbin/mariadbd --user=mysql >"$LOGS/mariadb.console" 2>&1 </dev/null &
+    (no_inherited_fds; exec setsid /usr/sbin/mariadbd --user=mysql >"$LOGS/mariadb.console" 2>&1 </dev/null) &
     echo $! >"$RUN/mariadb.pid"
   fi
   for _ in $(seq 150); do mysqladmin ping >/dev/null 2>&1 && break; sleep 0.2; done

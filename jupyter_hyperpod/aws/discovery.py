@@ -58,8 +58,8 @@ def connect(
     described = hyperpod.describe_cluster(aws.client("sagemaker"), cluster, with_nodes=False)
     if described["orchestrator"] != "eks":
         raise InvalidRequest(
-            f"HyperPod cluster {described['name']} is orchestrated by Slurm, not EKS: use the slurm "
-            "orchestrator from a login node (c.HyperPodSettings.orchestrator = 'slurm')",
+            f"HyperPod cluster {described['name']} is orchestrated by Slurm, not EKS: connect "
+            "--slurm makes this machine its login node (POST aws/connect with slurm: true)",
             field="cluster",
         )
     eks_name = described["eks_cluster_name"]

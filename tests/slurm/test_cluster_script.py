@@ -79,3 +79,24 @@ def test_starts_after_running_under_another_cluster_name(slurm_cluster: None) ->
     sinfo_works()
     assert config("ClusterName") == "hyperpod-test"
     assert (state / "clustername").read_text().strip() == "hyperpod-test"
+
+
+def test_no_daemon_keeps_the_callers_lock(slurm_cluster: None, tmp_path: Path) -> None:
+    """`flock LOCK slurm-test-cluster.sh start` hands its lock's descriptor to the script: the
+    daemons it starts (munged, slurmctld, slurmd) must not keep it, or LOCK stays held after the
+    run for as long as they live."""
+    lock = tmp_path / "lock"
+    lock.touch()
+    cluster("stop")  # munged too: start starts every daemon again
+    done = subprocess.run(
+        ["flock", str(lock), "bash", str(SCRIPT), "start"],
+        env={**os.environ, **CLUSTER_ENV},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    sinfo_works()
+    free = subprocess.run(["flock", "-n", str(lock), "true"], check=False, timeout=10)
+    assert free.returncode == 0, "a daemon of the test cluster holds the caller's lock"

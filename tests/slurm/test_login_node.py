@@ -250,7 +250,8 @@ def test_without_root_it_prints_the_one_command(
 @pytest.fixture
 def scratch_user() -> Iterator[str]:
     name = f"hpalign{secrets.token_hex(2)}"
-    subprocess.run(["useradd", "-r", "-M", "-u", "45601", "-U", name], check=True)
+    subprocess.run(["groupadd", "-g", "45601", name], check=True)
+    subprocess.run(["useradd", "-M", "-u", "45601", "-g", "45601", name], check=True)
     yield name
     subprocess.run(["userdel", name], check=False)
     subprocess.run(["groupdel", name], check=False)
@@ -276,8 +277,10 @@ async def test_post_aws_connect_makes_the_servers_machine_a_login_node(
 ) -> None:
     """The panel's Connect dialog and the CLI send this; the server runs the same core path."""
     monkeypatch.setenv("HYPERPOD_LOGIN_ROOT", str(login_root))
-    monkeypatch.delenv("SLURM_CONF", raising=False)  # restored after: the switch sets it
-    assert (await api.get("cluster")).body["orchestrator"] == "local"
+    # Recorded, so that the SLURM_CONF the switch sets is removed after the test.
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")
+    # (tests/slurm's server starts on the slurm orchestrator with the machine's own slurm.conf)
+    assert (await api.get("cluster")).status == 200
 
     refused = await api.call("POST", "aws/connect", {"cluster": "ml-slurm", "slurm": "maybe"})
     assert refused.status == 400
@@ -297,4 +300,4 @@ async def test_post_aws_connect_makes_the_servers_machine_a_login_node(
     unknown = await api.call(
         "POST", "aws/connect", {"cluster": "ml-slurm", "slurm": True, "controller_group": "nope"}
     )
-    assert unknown.status == 400 and "step 'controllers' failed" in unknown.body["message"]
+    assert unknown.status == 400 and "step 'controllers' failed" in unknown.body["error"]["message"]

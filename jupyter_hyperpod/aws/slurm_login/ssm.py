@@ -40,6 +40,8 @@ ENV_RESPONSE = "AWS_SSM_START_SESSION_RESPONSE"
 LAST_VERSION_WITHOUT_ENV = (1, 2, 497, 0)
 """Newer plugins read the StartSession response from this variable (the AWS CLI's
 `StartSessionCaller`): the session token then stays out of the process list."""
+EOF_MESSAGE = "Cannot perform start session: EOF"
+"""What the plugin prints when its stdin ends the session (`session.go`, `shellsession_unix.go`)."""
 KEY_PATH = "/etc/munge/munge.key"
 BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
@@ -104,7 +106,10 @@ def parse_frame(output: str, marker: str) -> ControllerFacts:
     begins = [i for i, line in enumerate(lines) if line.startswith(f"{marker}-BEGIN ")]
     if not begins:
         shown = " ".join(line for line in lines if line)[:200]
-        raise FrameError(f"no key in the session's output ({shown or 'empty output'})")
+        early = (
+            " the session ended before its output: no terminal?" if EOF_MESSAGE in output else ""
+        )
+        raise FrameError(f"no key in the session's output ({shown or 'empty output'}){early}")
     start = begins[-1]
     ends = [i for i in range(start + 1, len(lines)) if lines[i] == f"{marker}-END"]
     if not ends:
