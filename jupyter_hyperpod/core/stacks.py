@@ -32,6 +32,50 @@ PTRACE_DENIED = (
     "(securityContext.capabilities.add: [SYS_PTRACE]); in Docker, --cap-add SYS_PTRACE"
 )
 
+# A probe run where the ranks are (a Slurm node through srun, a pod through exec), as a Python
+# program given on the command line (`python3 -c`: nothing installed there but py-spy): it finds
+# the job's rank processes by their environment (HYPERPOD_JOB_ID and RANK, which every rank of
+# ours has; a Python process whose parent is not one of them), runs `py-spy dump --json` on each
+# and prints one JSON line. argv: the job id, py-spy's timeout.
+PROBE = r"""
+import json, os, shutil, subprocess, sys
+job = sys.argv[1].encode()
+py_spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+if not os.access(py_spy, os.X_OK):
+    py_spy = shutil.which("py-spy")
+ranks = {}
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    try:
+        with open(f"/proc/{name}/environ", "rb") as handle:
+            env = dict(e.split(b"=", 1) for e in handle.read().split(b"\0") if b"=" in e)
+        exe = os.path.basename(os.readlink(f"/proc/{name}/exe"))
+        with open(f"/proc/{name}/stat", "rb") as handle:
+            parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        continue
+    if env.get(b"HYPERPOD_JOB_ID") == job and b"RANK" in env and exe.startswith("python"):
+        ranks[int(name)] = (int(env[b"RANK"]), parent, env.get(b"SLURMD_NODENAME", b"").decode())
+found = []
+for pid, (rank, parent, node) in sorted(ranks.items()):
+    if parent in ranks:
+        continue  # a data loader worker, a subprocess: its rank's process is its parent
+    if py_spy is None:
+        found.append({"rank": rank, "pid": pid, "node": node, "code": 127, "out": "", "err": "no py-spy"})
+        continue
+    try:
+        done = subprocess.run([py_spy, "dump", "--json", "--pid", str(pid)],
+                              capture_output=True, text=True, timeout=float(sys.argv[2]))
+        found.append({"rank": rank, "pid": pid, "node": node, "code": done.returncode,
+                      "out": done.stdout, "err": done.stderr})
+    except subprocess.TimeoutExpired:
+        found.append({"rank": rank, "pid": pid, "node": node, "code": 124, "out": "",
+                      "err": "py-spy did not answer"})
+print(json.dumps(found))
+"""
+
+
 Run = Callable[[Sequence[str]], tuple[int, str, str]]
 
 
@@ -114,3 +158,27 @@ def mark_differences(ranks: list[RankStack]) -> list[RankStack]:
             same = all(len(other) > depth and other[depth] == key for other in outermost)
             main[len(main) - 1 - depth].differs = not same
     return ranks
+
+
+def read_probe(stdout: str) -> dict[int, RankStack]:
+    """The probe's JSON lines (one per node it ran on) as each rank's stack, by rank."""
+    stacks: dict[int, RankStack] = {}
+    for line in stdout.splitlines():
+        try:
+            found = json.loads(line)
+        except ValueError:
+            continue
+        for item in found:
+            rank = int(item["rank"])
+            if rank in stacks:
+                continue  # nodes that share a machine (a test cluster) see each other's ranks
+            node = item.get("node") or None
+            if item["code"] == 127:
+                stacks[rank] = RankStack(
+                    rank=rank, node=node, pid=item["pid"], error=item["err"], fix=PY_SPY_MISSING
+                )
+            else:
+                stacks[rank] = read_dump(
+                    rank, node, item["pid"], item["code"], item["out"], item["err"]
+                )
+    return stacks

@@ -189,6 +189,9 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
     serving: bool = True
     """False while the server is being stopped: open log streams end (the connection drops)."""
     history: WatchHistory = attrs.field(factory=WatchHistory)
+    exec_runner: Callable[[str, str, str, list[str]], tuple[int, str, str] | None] | None = None
+    """`pods/exec`: runs (namespace, pod, container, command) in the container (the kubelet
+    double's exec_in); None: no kubelet to ask."""
     """Revisions and recent changes per resource: what watches are served from."""
 
     def __attrs_post_init__(self) -> None:
@@ -221,6 +224,8 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             return refusal
         if request.subresource == "log" and request.method == enums.method.GET:
             return await self._serve_log(request)
+        if request.subresource == "exec":
+            return await self._serve_exec(request)
         if request.action == enums.action.CREATE and isinstance(request.data, dict):
             check = self.admission.get(request.resource.plural if request.resource else "")
             refused = check(request.data) if check else None
@@ -398,6 +403,54 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             serving=lambda: self.serving,
         ):
             yield event
+
+    async def _serve_exec(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        """`pods/{name}/exec` (API reference, "Pod v1 core": "connect GET/POST
+        /api/v1/namespaces/{namespace}/pods/{name}/exec", query `command` (repeated),
+        `container`, `stdin`, `stdout`, `stderr`, `tty`), upgraded to a WebSocket with the
+        `v4.channel.k8s.io` subprotocol (k8s.io/apimachinery pkg/util/remotecommand): each
+        binary message starts with its channel byte, 1 stdout, 2 stderr, 3 the error channel,
+        which carries a metav1.Status at the end: `Success`, or `Failure` with reason
+        `NonZeroExitCode` and a cause `ExitCode` whose message is the exit code."""
+        namespace, pod = request.namespace or "default", request.name or ""
+        key = (kmock.resource("v1/pods"), namespace, pod)
+        if key not in self.objects or self.objects[key].deleted:
+            return self._status(404, "NotFound", f'pods "{pod}" not found')
+        raw = request._raw_request
+        assert raw is not None
+        command = raw.query.getall("command", [])
+        container = raw.query.get("container", "")
+        if not command:
+            return self._status(400, "BadRequest", "you must specify at least 1 command")
+        runner = self.exec_runner
+        answer = None
+        if runner is not None:
+            answer = await asyncio.get_running_loop().run_in_executor(
+                None, runner, namespace, pod, container, command
+            )
+        if answer is None:
+            return self._status(
+                400, "BadRequest", f'container "{container}" in pod "{pod}" is not running'
+            )
+        code, out, err = answer
+        ws = aiohttp.web.WebSocketResponse(protocols=("v4.channel.k8s.io",))
+        await ws.prepare(raw)
+        if out:
+            await ws.send_bytes(b"\x01" + out.encode())
+        if err:
+            await ws.send_bytes(b"\x02" + err.encode())
+        status: dict[str, Any] = {"metadata": {}, "status": "Success"}
+        if code:
+            status = {
+                "metadata": {},
+                "status": "Failure",
+                "message": f"command terminated with non-zero exit code: {code}",
+                "reason": "NonZeroExitCode",
+                "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+            }
+        await ws.send_bytes(b"\x03" + json.dumps(status).encode())
+        await ws.close()
+        return ws
 
     async def _serve_log(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         namespace, pod = request.namespace or "default", request.name or ""

@@ -210,6 +210,34 @@ class Kubelet:
             self.gpus_used[node] = max(0, self.gpus_used.get(node, 0) - gpus)
             self.pods_on[node] = max(0, self.pods_on.get(node, 0) - 1)
 
+    def exec_in(
+        self, namespace: str, pod: str, container: str, command: list[str]
+    ) -> tuple[int, str, str] | None:
+        """`kubectl exec`: the command in the running container's environment (its env, its
+        working directory), as the kubelet's CRI ExecSync runs it beside the container's
+        process; (exit code, stdout, stderr), or None when no such container runs."""
+        with self.lock:
+            runs = [
+                r
+                for r in self.runs
+                if r.namespace == namespace
+                and r.name == pod
+                and r.process is not None
+                and r.process.poll() is None
+                and (r.container.get("name") == container or not container)
+            ]
+        if not runs:
+            return None
+        env, _ = runs[-1].environment()
+        try:
+            done = subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=60, check=False
+            )
+        except FileNotFoundError as error:
+            # runc: 'exec: "x": executable file not found in $PATH' (exit code 127 via the CRI).
+            return 127, "", f'exec: "{command[0]}": executable file not found in $PATH: {error}'
+        return done.returncode, done.stdout, done.stderr
+
     def stop(self) -> None:
         with self.lock:
             runs = list(self.runs)

@@ -16,7 +16,14 @@ from ...core.api import DiagnosticCheck
 from ...core.byo import FileContext, PreparedFile
 from ...core.environment import paths_of, service_account
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
-from ...core.models import Capabilities, JobState, Node, WatchCacheStatus, WatchedResource
+from ...core.models import (
+    Capabilities,
+    JobState,
+    Node,
+    RankStack,
+    WatchCacheStatus,
+    WatchedResource,
+)
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .cache import ClusterCache, PodRecord
@@ -778,6 +785,12 @@ class KubernetesOrchestrator(Orchestrator):
         return max(
             mine, key=lambda p: timestamp((p.get("metadata") or {}).get("creationTimestamp")) or 0.0
         )
+
+    def dump_stacks(self, job: StoredJob) -> dict[int, RankStack]:
+        """Every rank's Python stack, through each worker pod's exec (kubernetes/stacks.py)."""
+        from .stacks import dump_stacks
+
+        return dump_stacks(self, job)
 
     def _job_over(self, job: StoredJob) -> bool:
         group, version, plural, kind = self._kind_of(job)
