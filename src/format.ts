@@ -164,7 +164,8 @@ export function breadcrumbs(path: string): { name: string; path: string }[] {
 
 /** Scripts that can be submitted as a job. */
 export function isSubmittable(name: string): boolean {
-  return /\.(py|sh|bash)$/i.test(name);
+  // Programs (the Submit form), and manifests and sbatch scripts (submitted as they are).
+  return /\.(py|sh|bash|ya?ml|sbatch|slurm)$/i.test(name);
 }
 
 /**

@@ -19,6 +19,7 @@ import { ReactWidget, refreshIcon, runIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { HyperpodClient } from './api';
+import { applyFile, isJobFile } from './apply';
 import { JobTab } from './components/JobView';
 import { JobWidget } from './components/JobWidget';
 import { HyperpodPanel, IPanelActions } from './components/Panel';
@@ -270,6 +271,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
 
     const submitFile = (path: string) => {
+      if (isJobFile(path)) {
+        // The user's own manifest or sbatch script: previewed, then sent as it is.
+        void applyFile(path, job => actions().onSubmitted(job));
+        return;
+      }
       model.requestSubmit({ template: 'script', params: { script: path } });
       showPanel();
     };

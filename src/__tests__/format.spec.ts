@@ -75,5 +75,7 @@ describe('paths', () => {
     expect(isSubmittable('train.py')).toBe(true);
     expect(isSubmittable('run.SH')).toBe(true);
     expect(isSubmittable('data.csv')).toBe(false);
+    expect(isSubmittable('pod-finetuning.yaml')).toBe(true);
+    expect(isSubmittable('ranks.sbatch')).toBe(true);
   });
 });
