@@ -238,7 +238,10 @@ def do_connect(
             ["cluster", "orchestrator", "status", "connectable"],
             rows,
             title=f"HyperPod clusters in {listing.region}",
-            notes=["connect to an EKS cluster with: connect CLUSTER"],
+            notes=[
+                "connect to an EKS cluster with: connect CLUSTER",
+                "make this machine a login node of a Slurm one with: connect --slurm CLUSTER",
+            ],
         )
         return Outcome(TableResult(table, listing))
     if args.print_lifecycle_config:
