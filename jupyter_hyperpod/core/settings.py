@@ -130,9 +130,10 @@ class HyperPodSettings(Configurable):
         300.0, config=True, help="Watchdog: the shortest hang bound, seconds."
     )
     watchdog_start_cutoff_seconds = Float(
-        1800.0,
+        0.0,
         config=True,
-        help="Watchdog: a running job with no step printed after this many seconds hangs.",
+        help="Watchdog: a running job with no step printed after this many seconds hangs; 0: no "
+        "cut-off (a job that prints no step lines, not a training loop, is never stalled).",
     )
     watchdog_straggler_fraction = Float(
         0.5,

@@ -104,7 +104,8 @@ def assess(
     detail: str | None = None
     stopped: list[RankClock] = []
     if not seen:
-        if started is not None and now - started > config.start_cutoff_seconds:
+        cutoff = config.start_cutoff_seconds
+        if cutoff > 0 and started is not None and now - started > cutoff:
             since = started
             detail = f"no step printed within {config.start_cutoff_seconds:g} s of the start"
             stopped = views

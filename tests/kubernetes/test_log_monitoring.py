@@ -74,7 +74,8 @@ def test_admin_defaults_and_the_job_own_pattern(
     (rule,) = rules_of(offline, fs_root)
     settings = offline.settings
     assert rule["expectedRecurringFrequencyInSeconds"] == int(settings.watchdog_hang_floor_seconds)
-    assert rule["expectedStartCutOffInSeconds"] == int(settings.watchdog_start_cutoff_seconds)
+    assert settings.watchdog_start_cutoff_seconds == 0  # no cut-off unless asked
+    assert "expectedStartCutOffInSeconds" not in rule
     (own,) = rules_of(offline, fs_root, watchdog={"step_pattern": r"iter=(?P<step>\d+)"})
     assert own["logPattern"] == r"iter=(?P<step>\d+)"
 

@@ -141,9 +141,10 @@ def test_the_rules() -> None:
     assert [c.rank for c in stalled.stopped_first] == [2]  # the lowest step
     assert not stalled.stragglers
     fresh = JobClocks(pattern=None)
-    late = assess(
-        fresh, config, started=0.0, now=settings.watchdog_start_cutoff_seconds + 1, nodes={}
-    )
+    quiet = assess(fresh, config, started=0.0, now=10**6, nodes={})  # the admin's: no cut-off
+    assert quiet.stalled_since is None
+    config = config_for(WatchdogSpec(start_cutoff_seconds=600), settings)
+    late = assess(fresh, config, started=0.0, now=601, nodes={})
     assert late.stalled_since == 0.0 and "no step printed" in (late.stalled_detail or "")
 
 

@@ -167,3 +167,27 @@ async def test_bad_watchdog_input_is_a_400_naming_the_field(
     assert reply.status == 400, reply.body
     assert reply.body["error"]["field"] == field
     assert field in reply.body["error"]["message"]
+
+
+async def test_auto_cancel_after_minutes_stalled_with_the_evidence(api: Api, project: Path) -> None:
+    job = await api.submit(spec("autocancel", "hang", 1000, 0.2, auto_cancel_minutes=0.05))
+    done = await watch_until(api, job["id"], lambda j: j["state"] == "CANCELLED")
+    assert done["state_reason"].startswith("cancelled by the watchdog after 0.05 min stalled: ")
+    (event,) = [e for e in done["events"] if e.startswith("watchdog: ")]
+    assert "no new step on any rank" in event and "stopped first: rank" in event
+
+
+async def test_a_job_that_prints_no_steps_is_never_stalled(api: Api, project: Path) -> None:
+    body = spec("quiet", "slow", 1, 0.1)
+    body["command"] = ["quiet.py"]
+    (project / "quiet.py").write_text("import time\nprint('working', flush=True)\ntime.sleep(6)\n")
+    job = await api.submit(body)
+    seen: list[dict[str, Any]] = []
+
+    def ended(j: dict[str, Any]) -> bool:
+        if j["state"] == "RUNNING" and j["watchdog"]:
+            seen.append(j["watchdog"])
+        return j["state"] in ("SUCCEEDED", "FAILED")
+
+    assert (await watch_until(api, job["id"], ended))["state"] == "SUCCEEDED"
+    assert seen and not [w for w in seen if w["stalled_since"]]  # watched: 6 s > the 2 s floor

@@ -36,14 +36,11 @@ def log_monitoring_rules(config: WatchdogConfig, *, slow_below: int | None) -> l
             "look-ahead, look-behind or back-references",
             field="watchdog.step_pattern",
         )
-    rules: list[dict[str, Any]] = [
-        {
-            "name": "hyperpod-watchdog-hang",
-            "logPattern": pattern,
-            "expectedStartCutOffInSeconds": int(config.start_cutoff_seconds),
-            "expectedRecurringFrequencyInSeconds": int(config.hang_floor_seconds),
-        }
-    ]
+    hang: dict[str, Any] = {"name": "hyperpod-watchdog-hang", "logPattern": pattern}
+    if config.start_cutoff_seconds > 0:
+        hang["expectedStartCutOffInSeconds"] = int(config.start_cutoff_seconds)
+    hang["expectedRecurringFrequencyInSeconds"] = int(config.hang_floor_seconds)
+    rules: list[dict[str, Any]] = [hang]
     if slow_below:
         rules.append(
             {
