@@ -32,6 +32,9 @@ NODE_ADDRESSES: dict[str, tuple[str, str]] = {}
 sagemaker model, ClusterNodeDetails; moto leaves both out). Unset: a 10.1.x.y address."""
 SSM_SESSIONS: list[dict[str, Any]] = []
 """Every ssm:StartSession request the double answered."""
+SSM_DENIED: set[str] = set()
+"""Targets the caller's role may not start a session on: AccessDeniedException, as IAM answers
+any action it denies (the error every AWS JSON API returns for a missing permission)."""
 SSM_OFFLINE: set[str] = set()
 """Targets whose SSM agent is not connected: StartSession answers TargetNotConnected (botocore's
 ssm model lists it among StartSession's errors)."""
@@ -121,6 +124,12 @@ def _patch_moto() -> None:
         from moto.ssm.exceptions import SSMException
 
         request = {key: self._get_param(key) for key in ("Target", "DocumentName", "Parameters")}
+        if request["Target"] in SSM_DENIED:
+            raise SSMException(
+                "AccessDeniedException",
+                f"User: arn:aws:sts::{ACCOUNT}:assumed-role/Studio/x is not authorized to perform: "
+                f"ssm:StartSession on resource: {request['Target']}",
+            )
         if request["Target"] in SSM_OFFLINE:
             raise SSMException("TargetNotConnected", f"{request['Target']} is not connected.")
         session_id = f"hyperpod-test-{uuid.uuid4().hex[:17]}"
@@ -177,6 +186,7 @@ def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     NODE_ADDRESSES.clear()
     SSM_SESSIONS.clear()
     SSM_OFFLINE.clear()
+    SSM_DENIED.clear()
     USER_PROFILES.clear()
     _ORCHESTRATORS.clear()
     yield moto_server

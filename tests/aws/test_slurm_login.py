@@ -4,17 +4,30 @@ lifecycle configuration. End to end against real Slurm: tests/slurm/test_login_n
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import boto3
 import pytest
 
 from jupyter_hyperpod.aws.slurm_login import slurmconf
 from jupyter_hyperpod.aws.slurm_login.controllers import find_controllers
-from jupyter_hyperpod.core.errors import InvalidRequest
+from jupyter_hyperpod.aws.slurm_login.node import LoginPaths
+from jupyter_hyperpod.aws.slurm_login.runner import ProcessRunner
+from jupyter_hyperpod.aws.slurm_login.setup import connect_slurm
+from jupyter_hyperpod.aws.slurm_login.ssm import SessionManager
+from jupyter_hyperpod.core.errors import AwsDenied, InvalidRequest
 
-from .conftest import NODE_ADDRESSES, create_eks_hyperpod, create_slurm_hyperpod, instance_group
+from .conftest import (
+    NODE_ADDRESSES,
+    SSM_DENIED,
+    create_eks_hyperpod,
+    create_slurm_hyperpod,
+    instance_group,
+)
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("aws")]
 
@@ -88,3 +101,39 @@ def test_print_lifecycle_config() -> None:
     assert " -m jupyter_hyperpod.aws slurm-login ml-slurm --region us-west-2" in script
     checked = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
+
+
+@pytest.mark.skipif(shutil.which("sinfo") is None, reason="needs the Slurm client commands")
+def test_a_denied_start_session_names_the_action_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arn = create_slurm_hyperpod(
+        "ml-slurm", [instance_group("controller-machine", 1, "ml.m5.xlarge")]
+    )
+    sagemaker = boto3.client("sagemaker")
+    node = sagemaker.list_cluster_nodes(ClusterName="ml-slurm")["ClusterNodeSummaries"][0]
+    cluster_id = arn.rsplit("/", 1)[-1]
+    SSM_DENIED.add(f"sagemaker-cluster:{cluster_id}_controller-machine-{node['InstanceId']}")
+    # A plugin that is installed (it is never reached: StartSession is refused first).
+    plugin = tmp_path / "session-manager-plugin"
+    plugin.write_text("#!/bin/sh\necho 1.2.707.0\n")
+    plugin.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    runner = ProcessRunner()
+    with pytest.raises(AwsDenied) as raised:
+        connect_slurm(
+            "ml-slurm",
+            sagemaker=sagemaker,
+            ssm=SessionManager(boto3.client("ssm"), runner),
+            runner=runner,
+            region="us-east-1",
+            paths=LoginPaths.under(str(tmp_path / "login")),
+            euid=0,
+        )
+    message = raised.value.message
+    assert message.startswith("step 'munge key' failed: AWS denied ssm:StartSession")
+    assert "the role needs the IAM permission ssm:StartSession" in message
+    assert (
+        f"Fix: allow ssm:StartSession on arn:aws:sagemaker:<region>:<account>:cluster/{cluster_id}"
+        in message
+    )
