@@ -134,3 +134,16 @@ def test_trainjob_and_status_refused_by_field(service: HyperPodService) -> None:
     assert error.value.field == "kind"
     with pytest.raises(InvalidRequest, match="written by the operator"):
         service.apply(yaml.safe_dump({**text, "status": {}}), dry_run=True)
+
+
+def test_hyperpodpytorchjob_with_torchrun_gets_hyperpodrun(service: HyperPodService) -> None:
+    text = HPJOB.replace("[hyperpodrun, --nnodes=2,", "[/usr/local/bin/torchrun, --nnodes=2,")
+    preview = service.apply(text, filename="hp.yaml", dry_run=True)
+    (problem,) = preview.problems
+    assert problem.path == "spec.replicaSpecs[0].template.spec.containers[0].command[0]"
+    assert "hyperpodrun" in problem.message and problem.message.startswith("line 19: ")
+    with pytest.raises(InvalidRequest, match="--fix"):
+        service.apply(text, filename="hp.yaml")
+    fixed = yaml.safe_load(service.apply(text, filename="hp.yaml", dry_run=True, fix=True).text)
+    command = fixed["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["command"]
+    assert command[:2] == ["hyperpodrun", "--nnodes=2"]

@@ -596,6 +596,55 @@ def shell_problems(obj: dict[str, Any], lines: dict[str, int]) -> list[tuple[Fil
     return found
 
 
+_TORCHRUN_WORD = re.compile(r"(?<![\w./-])((?:\S*/)?torchrun)(?![\w.-])")
+
+
+def hyperpod_problems(obj: dict[str, Any], lines: dict[str, int]) -> list[tuple[FileProblem, Any]]:
+    """The HyperPod training operator starts, stops and restarts the workers through the
+    HyperPod elastic agent (AWS docs, "HyperPod training operator": the container runs
+    `hyperpodrun`, torchrun's drop-in that serves the operator's calls): a container that
+    runs torchrun instead never reports to the operator."""
+    found: list[tuple[FileProblem, Any]] = []
+    for path, _name, replica in replicas_of(obj):
+        for cindex, container in enumerate(replica["template"]["spec"].get("containers") or []):
+            for key in ("command", "args"):
+                for index, part in enumerate(container.get(key) or []):
+                    if not isinstance(part, str) or "hyperpodrun" in part:
+                        continue
+                    if not _TORCHRUN_WORD.search(part):
+                        continue
+                    where = f"{path}.template.spec.containers[{cindex}].{key}[{index}]"
+
+                    def swap(
+                        target: dict[str, Any],
+                        at: str = where,
+                        r: str = path,
+                        c: int = cindex,
+                        k: str = key,
+                        i: int = index,
+                    ) -> str:
+                        found_replica = next(rep for p, _n, rep in replicas_of(target) if p == r)
+                        items = found_replica["template"]["spec"]["containers"][c][k]
+                        items[i] = _TORCHRUN_WORD.sub("hyperpodrun", items[i])
+                        return at
+
+                    found.append(
+                        (
+                            FileProblem(
+                                path=where,
+                                message=(
+                                    f"{line_of(lines, where)}a HyperPodPyTorchJob's workers run "
+                                    "under hyperpodrun, which the HyperPod training operator "
+                                    "drives: with torchrun no worker reports to the operator"
+                                ),
+                                fix="run hyperpodrun (torchrun's options) instead of torchrun",
+                            ),
+                            swap,
+                        )
+                    )
+    return found
+
+
 # -- ours: labels, forced ids ---------------------------------------------------------------
 def _set(
     target: dict[str, Any], key: str, value: Any, path: str, reason: str, changes: list[FileChange]
@@ -728,7 +777,7 @@ def prepare_manifest(ctx: FileContext, policy: UserManifestPolicy) -> PreparedFi
         )
     _check_pods(obj, lines, policy, ctx)
     found = shell_problems(obj, lines)
-    found += kubeflow_problems(obj, lines) if kind == KUBEFLOW[3] else []
+    found += kubeflow_problems(obj, lines) if kind == KUBEFLOW[3] else hyperpod_problems(obj, lines)
     changes = mark_ours(obj, ctx, policy, namespace)
     sent = copy.deepcopy(obj)
     fixed = ""
