@@ -47,6 +47,8 @@ MIN_WRAP = 16
 """A wrapped column keeps at least this many characters a line."""
 HEADER_PADDING = 2
 """tabulate's `simple` format pads a column two past its header (its MIN_PADDING)."""
+UNWRAPPED = 10**6
+"""A header width that never wraps (tabulate's header widths take no None)."""
 
 
 def terminal_width() -> int:
@@ -111,7 +113,7 @@ class Table:
                     tablefmt="simple" if headers else "plain",
                     disable_numparse=True,
                     maxcolwidths=wraps,
-                    maxheadercolwidths=wraps if headers else None,
+                    maxheadercolwidths=[w or UNWRAPPED for w in wraps] if headers else None,
                 )
             )
         else:

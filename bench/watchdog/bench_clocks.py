@@ -39,7 +39,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         block = "".join(line(n) for n in range(1, 1001)).encode()
-        jobs = []
+        jobs: list[tuple[Job, dict[str, Any]]] = []
         paths: dict[tuple[str, int], Path] = {}
         for j in range(JOBS):
             spec = JobSpec(name=f"job-{j}", command=["train.py"], nodes=RANKS, procs_per_node=1)
