@@ -9,25 +9,16 @@ from ..core.api import HyperPodAPI
 from .tools import Agent, policy_for
 
 
-def serve(api: HyperPodAPI, *, allow_actions: bool = False) -> None:
-    """Serve until the agent closes stdin. Actions: c.HyperPodSettings.mcp_actions of the
-    Jupyter configuration files (as the server reads them) and --allow-actions."""
-    try:
-        import anyio
+def serve(api: HyperPodAPI, *, actions_setting: str, allow_actions: bool = False) -> None:
+    """Serve until the agent closes stdin. Actions: the administrator's `actions_setting`
+    (c.HyperPodSettings.mcp_actions, as the server reads it) and --allow-actions. Needs the
+    mcp package (the caller says how to install it when it is missing)."""
+    import anyio
 
-        from .server import serve_stdio
-    except ImportError:
-        from ..cli.exits import EXIT_USAGE, CommandError
+    from .server import serve_stdio
 
-        raise CommandError(
-            "jupyter hyperpod mcp needs the mcp package: pip install 'jupyter-hyperpod[mcp]'",
-            EXIT_USAGE,
-        ) from None
-    from ..cli.session import load_settings
-
-    setting = str(load_settings().mcp_actions)
     policy = policy_for(
-        setting, allow_actions, "start it with jupyter hyperpod mcp --allow-actions"
+        actions_setting, allow_actions, "start it with jupyter hyperpod mcp --allow-actions"
     )
     if allow_actions and not policy.actions:
         print(f"jupyter hyperpod mcp: read only: {policy.why_not}", file=sys.stderr)

@@ -358,16 +358,27 @@ def do_mcp(
     args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
 ) -> Outcome:
     """Serve MCP on stdin/stdout until the agent closes them (`agent/server.py`)."""
-    from ..agent.stdio import serve
-
     if console.prog.startswith("%"):  # a kernel's stdin/stdout are not an agent's
         raise CommandError(
             "mcp serves an agent on stdin/stdout: start `jupyter hyperpod mcp` from the agent's "
             "MCP configuration (or use the server's endpoint hyperpod/mcp), not in a notebook",
             EXIT_USAGE,
         )
+    try:
+        from ..agent import server as _needs_the_mcp_package  # noqa: F401
+        from ..agent.stdio import serve
+    except ImportError:
+        raise CommandError(
+            "jupyter hyperpod mcp needs the mcp package: pip install 'jupyter-hyperpod[mcp]'",
+            EXIT_USAGE,
+        ) from None
+    from .session import load_settings
 
-    serve(api, allow_actions=args.allow_actions)
+    serve(
+        api,
+        actions_setting=str(load_settings().mcp_actions),
+        allow_actions=args.allow_actions,
+    )
     return Outcome(None, print_value=False)
 
 
