@@ -331,6 +331,12 @@ HOSTILE: list[tuple[str, str, int, str]] = [
     ),
     ("10 MB", SEED + "#" + "x" * (10 * 1024 * 1024) + "\n", 400, "at most 1,048,576"),
     (
+        "a YAML bomb of nodes (under 1 MiB)",
+        SEED + "  bomb: [" + ",".join(["1"] * 100_000) + "]\n",
+        400,
+        "over 20,000 YAML nodes",
+    ),
+    (
         "kind Pod",
         "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n",
         400,
