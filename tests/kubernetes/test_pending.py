@@ -199,3 +199,27 @@ def test_unschedulable_pod_says_what_the_scheduler_says(
         ("FailedScheduling", "Warning", "default-scheduler", message)
     ]
     backend.cancel(job)
+
+
+def test_our_own_events_stay_beside_the_clusters_warnings(
+    backend: KubernetesOrchestrator, fs_root: Path, controller: Controller
+) -> None:
+    """A refresh replaces the cluster's warnings with the current ones, never our own lines
+    (the create, an agent's action recorded by `add_event`, a watchdog verdict)."""
+    launch = make_launch(fs_root, "ownevents", nodes=1, gpus_per_node=16)
+    job = stored(launch, backend.submit(launch))
+    job.events = [*job.events, "submitted by an agent via MCP (preview 1a2b)"]
+    update = wait_for(
+        lambda: (
+            (u := backend.refresh([job])[job.id]).events
+            and any("FailedScheduling" in line for line in u.events)
+            and u
+        )
+    )
+    assert "submitted by an agent via MCP (preview 1a2b)" in update.events
+    job.events = list(update.events)
+    again = backend.refresh([job])[job.id]
+    assert again.events is not None
+    assert again.events.count("submitted by an agent via MCP (preview 1a2b)") == 1
+    assert sum("FailedScheduling" in line for line in again.events) == 1  # replaced, not piled
+    backend.cancel(job)

@@ -29,7 +29,16 @@ from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, Stor
 from .cache import ClusterCache, PodRecord
 from .client import KubeClient
 from .governance import KindDiscovery, TaskGovernance
-from .jobs import format_events, job_name_of_pod, job_update, pod_problem, rank_of_pod, timestamp
+from .jobs import (
+    OWN_EVENTS_KEPT,
+    format_events,
+    is_cluster_event,
+    job_name_of_pod,
+    job_update,
+    pod_problem,
+    rank_of_pod,
+    timestamp,
+)
 from .kueue import explain_queued, queued
 from .logs import PodLogFollower, SpoolLogReader
 from .manifest import (
@@ -694,7 +703,10 @@ class KubernetesOrchestrator(Orchestrator):
                 involved = {job.backend_id or "", workloads.get(job.id, ""), *pod_names}
                 by_object = format_events(events, involved - {""})
                 merged = sorted({text for texts in by_object.values() for text in texts})
-                updates[job.id].events = merged[-10:]
+                # The cluster's warnings replace the last ones; our own lines (the create, an
+                # agent's action, a watchdog verdict) stay beside them.
+                own = [line for line in job.events if not is_cluster_event(line, involved)]
+                updates[job.id].events = [*own[-OWN_EVENTS_KEPT:], *merged[-10:]]
                 if (
                     updates[job.id].state is JobState.PENDING
                     and not updates[job.id].state_reason

@@ -275,6 +275,17 @@ def job_update(
     )
 
 
+OWN_EVENTS_KEPT = 40
+"""Lines of our own (not the cluster's warnings) kept on a Kubernetes job's events."""
+
+
+def is_cluster_event(line: str, names: set[str]) -> bool:
+    """Whether `line` is one of `format_events`' ("<Kind> <name>: <reason>: ...") about one of
+    `names`: a refresh replaces those with the cluster's current warnings."""
+    parts = line.split(" ", 2)
+    return len(parts) == 3 and parts[1].endswith(":") and parts[1][:-1] in names
+
+
 def format_events(
     events: Iterable[dict[str, Any]], names: set[str], limit: int = 10
 ) -> dict[str, list[str]]:
