@@ -93,3 +93,20 @@ async def test_a_slow_rank_on_slurm_is_a_straggler(api: Api, project: Path) -> N
     assert found["watchdog"]["stalled_since"] is None
     await api.delete(f"jobs/{job['id']}")
     await asyncio.sleep(0)
+
+
+async def test_a_job_slow_everywhere_on_slurm_raises_no_alarm(api: Api, project: Path) -> None:
+    job = await api.submit(
+        spec("slow", "slow", 12, 0.5, watchdog={"window_seconds": 1, "straggler_windows": 2})
+    )
+    seen: list[dict[str, Any]] = []
+
+    def ended(j: dict[str, Any]) -> bool:
+        if j["state"] == "RUNNING" and j["watchdog"]:
+            seen.append(j["watchdog"])
+        return j["state"] in ("SUCCEEDED", "FAILED", "CANCELLED")
+
+    done = await watch_until(api, job["id"], ended, timeout=120)
+    assert done["state"] == "SUCCEEDED", done
+    assert [w for w in seen if all(r["step"] for r in w["ranks"])]
+    assert not [w for w in seen if w["stalled_since"] or w["stragglers"]]

@@ -5,6 +5,7 @@ resources", so it runs next to the job's own step, not after it): the probe of c
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ...core.models import RankStack
@@ -13,6 +14,9 @@ from ...core.stacks import DUMP_TIMEOUT_S, PROBE, read_probe
 if TYPE_CHECKING:
     from ..base import StoredJob
     from .backend import SlurmOrchestrator
+
+_LABEL = re.compile(r"^\s*(\d+): ")
+"""srun --label's prefix: the task number."""
 
 
 def dump_stacks(backend: SlurmOrchestrator, job: StoredJob) -> dict[int, RankStack]:
@@ -25,6 +29,9 @@ def dump_stacks(backend: SlurmOrchestrator, job: StoredJob) -> dict[int, RankSta
             f"--jobid={job.backend_id}",
             f"--nodes={nodes}",
             "--ntasks-per-node=1",
+            # Each piece of output prefixed with its task's number: the tasks' long JSON lines
+            # come in pieces that can interleave.
+            "--label",
             "--quiet",
             backend.settings.cluster_python,
             "-c",
@@ -35,4 +42,11 @@ def dump_stacks(backend: SlurmOrchestrator, job: StoredJob) -> dict[int, RankSta
         timeout=DUMP_TIMEOUT_S * 3,
         ok_codes=(0,),
     )
-    return read_probe(done.stdout)
+    # srun forwards long lines in pieces, each labelled: a task's pieces, in order, are its one
+    # JSON line (the probe escapes every newline inside it).
+    by_task: dict[str, list[str]] = {}
+    for line in done.stdout.splitlines():
+        found = _LABEL.match(line)
+        if found:
+            by_task.setdefault(found.group(1), []).append(line[found.end() :])
+    return read_probe("\n".join("".join(pieces) for pieces in by_task.values()))
