@@ -123,7 +123,7 @@ def test_the_rules() -> None:
     )
     assert config.start_cutoff_seconds == settings.watchdog_start_cutoff_seconds
     clocks = JobClocks(pattern=None)
-    nodes = {0: "a", 1: "b", 2: "c"}
+    nodes: dict[int, str | None] = {0: "a", 1: "b", 2: "c"}
     for rank in nodes:
         clocks.ranks[rank] = RankClockState()
     now = 0.0
