@@ -44,12 +44,7 @@ class LoginPaths:
         """Every path below `root`: a second login node's own configuration, key and munged on
         one machine (a container, a test)."""
         base = cls()
-        return cls(
-            **{
-                name: root.rstrip("/") + getattr(base, name)
-                for name in PATH_FIELDS
-            }
-        )
+        return cls(**{name: root.rstrip("/") + getattr(base, name) for name in PATH_FIELDS})
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> LoginPaths:
