@@ -509,6 +509,7 @@ class HyperPodService:
         """Refresh now, in this thread, unless one finished less than max_age seconds ago (one
         at a time with the tracker's background refresh). Readers never call this."""
         self.tracker.refresh(max_age)
+
     # -- the user's own files (core/byo.py; the backend reads its own format) ------------
     def check_cluster_path(self, path: str, field: str) -> None:
         """A path as the cluster sees it must be in the user's partition (through the one
@@ -657,7 +658,6 @@ class HyperPodService:
         update.events = [*job.events, *(update.events or [])]
         self.tracker.nudge(now=True)
         return self._save(job, data, update)
-
 
     def _tracked_refresh(self) -> float | None:
         """What the tracker runs: returns the age of the youngest unfinished job (or None)."""
@@ -1199,11 +1199,11 @@ def _apply(job: Job, update: JobUpdate) -> Job:
     ):
         changes["ended"] = time.time()
     return job.model_copy(update=changes)
+
+
 def _job_name(name: str) -> str:
     """A file's job name as a job name of ours (RFC 1123, at most 52 characters)."""
     import re
 
     cleaned = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:52].strip("-")
     return cleaned or "job"
-
-
