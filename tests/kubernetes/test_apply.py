@@ -120,6 +120,24 @@ def project(partition: Path) -> Path:
     return partition / "deepseek"
 
 
+SEED_NAME = "deepseek-r1-qwen-14b-fine-tuning"
+
+
+def remove_pytorchjob(kubeconfig: Path, name: str) -> None:
+    """Delete a PyTorchJob of the shared emulator if it is there (a test's first attempt may
+    have left it: a rerun starts clean)."""
+    api_client = k8s_config.new_client_from_config(str(kubeconfig))
+    try:
+        k8s_client.CustomObjectsApi(api_client).delete_namespaced_custom_object(
+            "kubeflow.org", "v1", "default", "pytorchjobs", name
+        )
+    except k8s_client.ApiException as error:
+        if error.status != 404:
+            raise
+    finally:
+        api_client.close()
+
+
 def pytorchjobs(kubeconfig: Path) -> list[str]:
     api = k8s_config.new_client_from_config(str(kubeconfig))
     try:
@@ -134,6 +152,7 @@ def pytorchjobs(kubeconfig: Path) -> list[str]:
 async def test_seed_manifest_diagnosed_then_fixed_runs_to_succeeded(
     api: Api, project: Path, kubeconfig: Path
 ) -> None:
+    remove_pytorchjob(kubeconfig, SEED_NAME)
     body = {"text": SEED, "filename": "pod-finetuning.yaml"}
     preview = await api.post("jobs/apply", {**body, "dry_run": True})
     assert preview.status == 200, preview.body
@@ -167,7 +186,7 @@ async def test_seed_manifest_diagnosed_then_fixed_runs_to_succeeded(
     assert sent["spec"]["elasticPolicy"]["minReplicas"] == 2
     assert sent["metadata"]["labels"]["hyperpod.jupyter.org/job-id"] == job["id"]
     assert job["backend_id"] == "deepseek-r1-qwen-14b-fine-tuning"
-    frames, _ws = await api.follow(job["id"], rank="all", timeout=90)
+    frames, _ws = await api.follow(job["id"], rank="all", timeout=180)
     assert frames[-1]["type"] == "end" and frames[-1]["state"] == "SUCCEEDED", frames[-3:]
     for rank in (0, 1):
         lines = [ln for ln in log_text(frames, rank).splitlines() if ln.startswith("rank ")]
@@ -189,15 +208,9 @@ async def test_seed_manifest_diagnosed_then_fixed_runs_to_succeeded(
     assert second["id"] != job["id"] and second["backend_id"] == job["backend_id"]
     assert any("deleted" in event for event in second["events"]), second["events"]
     assert yaml.safe_load(again.body["text"])["spec"]["elasticPolicy"]  # its --fix kept
-    frames, _ws = await api.follow(second["id"], rank="all", timeout=90)
+    frames, _ws = await api.follow(second["id"], rank="all", timeout=180)
     assert frames[-1]["type"] == "end" and frames[-1]["state"] == "SUCCEEDED", frames[-3:]
-    api_client = k8s_config.new_client_from_config(str(kubeconfig))
-    try:
-        k8s_client.CustomObjectsApi(api_client).delete_namespaced_custom_object(
-            "kubeflow.org", "v1", "default", "pytorchjobs", job["backend_id"]
-        )
-    finally:
-        api_client.close()
+    remove_pytorchjob(kubeconfig, SEED_NAME)
 
 
 def _edit(path: list[Any], value: Any, text: str = SEED) -> str:
