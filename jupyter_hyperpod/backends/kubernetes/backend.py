@@ -802,7 +802,15 @@ class KubernetesOrchestrator(Orchestrator):
         """Every rank's Python stack, through each worker pod's exec (kubernetes/stacks.py)."""
         from .stacks import dump_stacks
 
-        return dump_stacks(self, job)
+        namespace = self._namespace_of(job)
+        kind = self._kind_of(job)[3]
+        pods = []
+        for worker in range(max(1, int(job.spec.nodes))):
+            pod = self._find_pod(namespace, job.backend_id or "", worker, kind) or {}
+            name = (pod.get("metadata") or {}).get("name")
+            if name:
+                pods.append((namespace, str(name), (pod.get("spec") or {}).get("nodeName")))
+        return dump_stacks(self.kube, job.id, pods)
 
     def _job_over(self, job: StoredJob) -> bool:
         group, version, plural, kind = self._kind_of(job)

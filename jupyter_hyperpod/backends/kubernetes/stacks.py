@@ -6,27 +6,24 @@ says what to add."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from ...core.errors import BackendUnavailable
 from ...core.models import RankStack
 from ...core.stacks import DUMP_TIMEOUT_S, PROBE, read_probe
+from .client import KubeClient
 from .manifest import CONTAINER
-
-if TYPE_CHECKING:
-    from ..base import StoredJob
-    from .backend import KubernetesOrchestrator
 
 
 def exec_in_pod(
-    backend: KubernetesOrchestrator, namespace: str, pod: str, command: list[str]
+    kube: KubeClient, namespace: str, pod: str, command: list[str]
 ) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of a command in the pod's training container."""
     from kubernetes.stream import stream
 
     try:
         client = stream(
-            backend.kube.core.connect_get_namespaced_pod_exec,
+            kube.core.connect_get_namespaced_pod_exec,
             pod,
             namespace,
             container=CONTAINER,
@@ -48,19 +45,15 @@ def exec_in_pod(
     return int(code if code is not None else 1), out, err
 
 
-def dump_stacks(backend: KubernetesOrchestrator, job: StoredJob) -> dict[int, RankStack]:
-    """Every rank's stack, by rank: the probe in each worker pod (its ranks, torchrun's too)."""
-    namespace = backend._namespace_of(job)
-    kind = backend._kind_of(job)[3]
+def dump_stacks(
+    kube: KubeClient, job_id: str, pods: Iterable[tuple[str, str, str | None]]
+) -> dict[int, RankStack]:
+    """Every rank's stack, by rank: the probe in each worker pod (namespace, name, node; its
+    ranks, torchrun's too)."""
     stacks: dict[int, RankStack] = {}
-    for worker in range(max(1, int(job.spec.nodes))):
-        pod = backend._find_pod(namespace, job.backend_id or "", worker, kind)
-        name = ((pod or {}).get("metadata") or {}).get("name")
-        if not name:
-            continue
-        node = ((pod or {}).get("spec") or {}).get("nodeName")
+    for namespace, name, node in pods:
         code, out, _ = exec_in_pod(
-            backend, namespace, name, ["python3", "-c", PROBE, job.id, f"{DUMP_TIMEOUT_S:g}"]
+            kube, namespace, name, ["python3", "-c", PROBE, job_id, f"{DUMP_TIMEOUT_S:g}"]
         )
         if code != 0:
             continue
