@@ -12,7 +12,8 @@ from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
+from pydantic_core import core_schema
 
 from .core.api import Diagnosis, FileText, JobEventRequest
 from .core.byo import AppliedFile, ApplyRequest
@@ -48,20 +49,25 @@ class TemplateList(BaseModel):
     templates: list[TemplateInfo]
 
 
-MODELS: list[type[BaseModel]] = [
+REQUESTS: list[type[BaseModel]] = [
+    AwsConnectRequest,
+    JobSpec,
+    TemplateSubmission,
+    JobEventRequest,
+    AdoptRequest,
+    ApplyRequest,
+]
+"""Request bodies, described as the server validates them (fields with defaults may be left out)."""
+RESPONSES: list[type[BaseModel]] = [
     ClusterInfo,
     Diagnosis,
     NodeList,
     AwsClusterList,
-    AwsConnectRequest,
     FileListing,
     FileText,
     TemplateList,
-    JobSpec,
-    TemplateSubmission,
     Rendered,
     Job,
-    JobEventRequest,
     ForgottenJob,
     JobList,
     LogSnapshot,
@@ -70,16 +76,48 @@ MODELS: list[type[BaseModel]] = [
     GpuNodes,
     JobGpu,
     QueuePage,
-    AdoptRequest,
     QueueLogs,
-    ApplyRequest,
     AppliedFile,
     ErrorResponse,
 ]
+"""Response bodies, described as the server sends them: dumped whole, so every field is there."""
+
+
+class _SentWhole(GenerateJsonSchema):
+    """Serialization mode with every field required: the handlers dump a response whole
+    (`model_dump`, nothing excluded), so a field with a default is present all the same. The
+    TypeScript types generated from the document (src/generated/openapi.ts) then promise exactly
+    what arrives, `T | null` where a field can be null, never an optional the server always sends."""
+
+    def field_is_required(
+        self,
+        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
+        total: bool,
+    ) -> bool:
+        if self.mode == "serialization":
+            return field.get("serialization_exclude") is not True
+        return super().field_is_required(field, total)
+
+
+@lru_cache(maxsize=1)
+def _schemas() -> tuple[dict[tuple[Any, JsonSchemaMode], Any], dict[str, Any]]:
+    """(model, mode) -> its `$ref`, and the components. A model both sent and received (JobSpec:
+    a request body, and inside every Job) gets two schemas, `-Input` and `-Output`."""
+    modes: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+        *((model, "validation") for model in REQUESTS),
+        *((model, "serialization") for model in RESPONSES),
+    ]
+    refs, schemas = models_json_schema(
+        modes, ref_template="#/components/schemas/{model}", schema_generator=_SentWhole
+    )
+    return dict(refs), schemas.get("$defs", {})
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{model.__name__}"}
+    """The component a route sends or receives: requests in validation mode, responses in
+    serialization mode."""
+    mode: JsonSchemaMode = "validation" if model in REQUESTS else "serialization"
+    return {"$ref": str(_schemas()[0][(model, mode)]["$ref"])}
 
 
 def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
@@ -110,12 +148,15 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 
 JOB_ID_PARAM = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "string"}}
-SUBMIT_BODY = {
-    "required": True,
-    "content": {
-        "application/json": {"schema": {"oneOf": [_ref(JobSpec), _ref(TemplateSubmission)]}}
-    },
-}
+
+
+def _submit_body() -> dict[str, Any]:
+    return {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"oneOf": [_ref(JobSpec), _ref(TemplateSubmission)]}}
+        },
+    }
 
 
 def _paths() -> dict[str, Any]:
@@ -253,7 +294,7 @@ def _paths() -> dict[str, Any]:
         "/jobs/render": {
             "post": {
                 "summary": "What would be submitted (command, sbatch script or manifest)",
-                "requestBody": SUBMIT_BODY,
+                "requestBody": _submit_body(),
                 "responses": {"200": _json(Rendered, "Preview"), **_errors(400, 503)},
             }
         },
@@ -295,7 +336,7 @@ def _paths() -> dict[str, Any]:
             },
             "post": {
                 "summary": "Submit a job (a spec, or a template with parameters)",
-                "requestBody": SUBMIT_BODY,
+                "requestBody": _submit_body(),
                 "responses": {"201": _json(Job, "The new job"), **_errors(400, 503)},
             },
         },
@@ -525,9 +566,6 @@ def _queue_paths() -> dict[str, Any]:
 
 @lru_cache(maxsize=8)
 def _document(base_url: str) -> str:
-    _, schemas = models_json_schema(
-        [(model, "serialization") for model in MODELS], ref_template="#/components/schemas/{model}"
-    )
     document = {
         "openapi": "3.1.0",
         "info": {
@@ -538,7 +576,7 @@ def _document(base_url: str) -> str:
         },
         "servers": [{"url": f"{base_url.rstrip('/')}/hyperpod/api"}],
         "components": {
-            "schemas": schemas.get("$defs", {}),
+            "schemas": _schemas()[1],
             "securitySchemes": {
                 "token": {"type": "apiKey", "in": "header", "name": "Authorization"}
             },

@@ -72,7 +72,9 @@ const template: ITemplateInfo = {
       choices: null,
       minimum: null,
       maximum: null,
-      group: 'job'
+      group: 'job',
+      must_exist: false,
+      program: false
     }
   ]
 };
@@ -92,10 +94,10 @@ function previewClient(): HyperpodClient {
     render: async (body: ITemplateSubmission) => ({
       format: 'command',
       language: 'shell',
-      text: `python ${body.params.script}`,
+      text: `python ${body.params?.script}`,
       spec: {},
       warnings: [],
-      values: { script: body.params.script ?? null }
+      values: { script: body.params?.script ?? null }
     })
   } as unknown as HyperpodClient;
 }

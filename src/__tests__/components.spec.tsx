@@ -30,7 +30,9 @@ const scriptTemplate: ITemplateInfo = {
       choices: null,
       minimum: null,
       maximum: null,
-      group: 'job'
+      group: 'job',
+      must_exist: false,
+      program: false
     },
     {
       name: 'nodes',
@@ -42,7 +44,9 @@ const scriptTemplate: ITemplateInfo = {
       choices: null,
       minimum: 1,
       maximum: 4096,
-      group: 'resources'
+      group: 'resources',
+      must_exist: false,
+      program: false
     },
     {
       name: 'image',
@@ -54,7 +58,9 @@ const scriptTemplate: ITemplateInfo = {
       choices: null,
       minimum: null,
       maximum: null,
-      group: 'advanced'
+      group: 'advanced',
+      must_exist: false,
+      program: false
     }
   ]
 };
@@ -86,7 +92,7 @@ function fakeClient(nodes: INode[] = []) {
       sort: 'name'
     }),
     render: async (body: ITemplateSubmission) => {
-      if (Number(body.params.nodes) > 1) {
+      if (Number(body.params?.nodes) > 1) {
         throw new ApiError(
           'the local cluster has one node: set nodes to 1',
           400,
@@ -94,19 +100,19 @@ function fakeClient(nodes: INode[] = []) {
           'nodes'
         );
       }
-      if (body.params.image === 'bad') {
+      if (body.params?.image === 'bad') {
         throw new ApiError('no such image', 400, 'invalid', 'params.image');
       }
       return {
         format: 'command',
         language: 'shell',
-        text: `python ${body.params.script} # ${body.name}`,
+        text: `python ${body.params?.script} # ${body.name}`,
         spec: {},
         warnings: [],
         values: {
-          script: body.params.script ?? null,
-          nodes: body.params.nodes ?? 1,
-          image: body.params.image ?? 'hyperpod:latest'
+          script: body.params?.script ?? null,
+          nodes: body.params?.nodes ?? 1,
+          image: body.params?.image ?? 'hyperpod:latest'
         }
       };
     },

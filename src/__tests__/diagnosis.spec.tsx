@@ -21,6 +21,8 @@ function rank(r: number, extra: Partial<IRankInfo> = {}): IRankInfo {
     exit_code: 0,
     restarts: 0,
     log: null,
+    ended: null,
+    faults: [],
     ...extra
   };
 }

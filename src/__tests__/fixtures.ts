@@ -1,4 +1,4 @@
-import { INode } from '../models';
+import { IJobSpec, INode } from '../models';
 
 /** A node as a big HyperPod cluster reports it; every tenth is drained and unhealthy. */
 export function makeNode(i: number, extra: Partial<INode> = {}): INode {
@@ -15,6 +15,36 @@ export function makeNode(i: number, extra: Partial<INode> = {}): INode {
     efa: 32,
     partitions: ['dev'],
     labels: {},
+    ...extra
+  };
+}
+
+/** A job spec as the server sends it: JobSpec's defaults, `name` and `command` given. */
+export function makeSpec(extra: Partial<IJobSpec> = {}): IJobSpec {
+  return {
+    name: 'train',
+    command: ['train.py'],
+    workdir: '',
+    nodes: 1,
+    procs_per_node: 1,
+    gpus_per_node: 0,
+    env: {},
+    launcher: 'auto',
+    time_limit_minutes: null,
+    queue: null,
+    priority_class: null,
+    image: null,
+    kind: null,
+    namespace: null,
+    auto_resume: false,
+    max_retries: 0,
+    efa_per_node: 0,
+    healthy_nodes_only: false,
+    template: null,
+    params: {},
+    overrides: {},
+    watchdog: null,
+    exclude_nodes: [],
     ...extra
   };
 }

@@ -26,6 +26,8 @@ function param(p: Partial<ITemplateParam> & { name: string }): ITemplateParam {
     minimum: null,
     maximum: null,
     group: 'job',
+    must_exist: false,
+    program: false,
     ...p
   };
 }

@@ -11,6 +11,7 @@ import {
   suspectNodes,
   watchdogLine
 } from '../watchdog';
+import { makeSpec } from './fixtures';
 
 const base: IJob = {
   id: 'hang-1',
@@ -25,9 +26,14 @@ const base: IJob = {
   ended: null,
   exit_code: null,
   ranks: [],
-  spec: { name: 'hang', command: ['train.py'] },
+  spec: makeSpec({ name: 'hang' }),
   events: [],
-  mlflow_run_url: null
+  progress: null,
+  watchdog: null,
+  mlflow_run_url: null,
+  stale_reason: null,
+  stale_since: null,
+  failed_rank: null
 };
 
 const stalled: IJobWatchdog = {

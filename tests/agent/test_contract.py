@@ -60,14 +60,17 @@ def test_a_tool_takes_what_its_route_takes(tool: Any) -> None:
 def test_a_spec_is_the_body_rest_validates(tool: Any) -> None:
     method, path = tool.route
     body = DOC["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
-    names = [ref["$ref"].rsplit("/", 1)[1] for ref in body["oneOf"]]
+    # The document names a model both received and sent `<name>-Input` (openapi.py).
+    documented = [ref["$ref"].rsplit("/", 1)[1] for ref in body["oneOf"]]
+    names = [name.removesuffix("-Input") for name in documented]
     schema = input_schema(tool)
     assert [ref["$ref"].rsplit("/", 1)[1] for ref in schema["properties"]["spec"]["oneOf"]] == names
     components = DOC["components"]["schemas"]
-    for name in names:  # the same fields and the same required ones as the document's
-        assert set(schema["$defs"][name]["properties"]) == set(components[name]["properties"])
+    for name, component in zip(names, documented, strict=True):
+        # the same fields and the same required ones as the document's
+        assert set(schema["$defs"][name]["properties"]) == set(components[component]["properties"])
         assert set(schema["$defs"][name].get("required", [])) == set(
-            components[name].get("required", [])
+            components[component].get("required", [])
         )
 
 
