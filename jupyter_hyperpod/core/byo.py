@@ -114,6 +114,8 @@ class PreparedFile:
     """`text` with the fixes of `problems` applied (empty without problems)."""
     name: str = "job"
     nodes: int = 1
+    procs_per_node: int = 1
+    """Ranks per node, where the file says (an sbatch script's tasks)."""
     gpus_per_node: int = 0
     command: list[str] = field(default_factory=list)
     image: str | None = None

@@ -623,6 +623,7 @@ class HyperPodService:
             name=_job_name(prepared.name),
             command=prepared.command or [f"({prepared.format} {request.filename})"],
             nodes=prepared.nodes,
+            procs_per_node=prepared.procs_per_node,
             gpus_per_node=prepared.gpus_per_node,
             image=prepared.image,
             kind=prepared.kind,

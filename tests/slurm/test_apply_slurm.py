@@ -50,8 +50,20 @@ async def test_script_runs_and_names_its_failed_rank(api: Api, partition: Path) 
     assert final["state"] == "FAILED"
     assert "rank 3 on node" in final["state_reason"], final
     assert "exit code 3" in final["state_reason"]
-    log = (await api.get(f"jobs/{job['id']}/logs", tail=50)).body["text"]
-    assert "task 0 of 4" in log and "task 3 of 4" in log
+    # Per-rank logs, as our own jobs have: each task srun started in the script has its own.
+    job_dir = partition / ".hyperpod" / "jobs" / job["id"]
+    sent = {c["value"] for c in reply.body["changes"]}
+    assert f"SLURM_STDOUTMODE={job_dir}/rank-%t.log" in sent  # shown as a change
+    ranks = final["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1, 2, 3]
+    assert {r["node"] for r in ranks[:2]} != {r["node"] for r in ranks[2:]}  # two per node
+    assert [r["log"] for r in ranks] == [f"{job_dir}/rank-{n}.log" for n in range(4)]
+    for rank in range(4):
+        log = (await api.get(f"jobs/{job['id']}/logs", rank=rank, tail=50)).body["text"]
+        assert f"task {rank} of 4" in log, (rank, log)
+        assert all(f"task {other} of 4" not in log for other in range(4) if other != rank)
+    # srun's own report stays in the script's output, which named the failed rank above.
+    assert "task 3: Exited with exit code 3" in next(job_dir.glob("slurm-*.out")).read_text()
     stored = partition / final["spec"]["params"]["applied_file"]
     assert stored.read_text() == RANKS
 

@@ -292,13 +292,16 @@ class SlurmOrchestrator(Orchestrator):
         local_dir = Path(context.job_dir_local)
         script = local_dir / "sent.sbatch"
         script.write_text(prepared.text, encoding="utf-8")
-        done = self.commands.run("sbatch", ["--parsable", *prepared.payload, str(script)])
+        call = prepared.payload
+        done = self.commands.run(
+            "sbatch",
+            ["--parsable", *call.options, str(script)],
+            env={**self.commands.environment(), **call.env},
+        )
         slurm_id = done.stdout.strip().splitlines()[-1].split(";")[0].strip() if done.stdout else ""
         if not slurm_id.isdigit():
             raise BackendError(f"sbatch did not print a job id: {done.stdout.strip()!r}")
-        output = next(
-            (o.split("=", 1)[1] for o in prepared.payload if o.startswith("--output=")), None
-        )
+        output = next((o.split("=", 1)[1] for o in call.options if o.startswith("--output=")), None)
         return JobUpdate(
             backend_id=slurm_id,
             state=JobState.PENDING,
@@ -310,11 +313,12 @@ class SlurmOrchestrator(Orchestrator):
                 job_dir=context.job_dir,
                 job_dir_local=str(local_dir),
                 script=str(script),
-                world_size=1,
-                procs_per_node=1,
+                world_size=call.tasks,
+                procs_per_node=call.per_node,
                 torchrun=False,
                 slurm_state="PENDING",
                 adopted=True,
+                task_logs=True,
             ),
         )
 
@@ -614,7 +618,7 @@ def _srun_failure(data: SlurmState, reason: str | None) -> str | None:
     """A job of its own script (no rank records): the task srun names in its output."""
     from .user_script import failed_task
 
-    reader = FileLogReader(_rank_log_local(data, 0))
+    reader = FileLogReader(_output_local(data))
     try:
         text = reader.tail(200)[0].decode("utf-8", "replace")
     except OSError:
@@ -627,10 +631,17 @@ def _srun_failure(data: SlurmState, reason: str | None) -> str | None:
     return f"{reason}: {named}" if reason else named
 
 
+def _output_local(data: SlurmState) -> str:
+    """The batch script's output (Slurm's StdOut) as this machine sees it."""
+    return _local_path(data, str(data.stdout or output_path(data.job_dir or "", data.slurm_id)))
+
+
 def _rank_log_local(data: SlurmState, rank: int) -> str:
-    if rank == 0:
-        return _local_path(data, str(data.stdout or output_path(data.job_dir or "", data.slurm_id)))
-    return str(Path(data.job_dir_local or "") / rank_log_name(rank))
+    own = Path(data.job_dir_local or "") / rank_log_name(rank)
+    if rank == 0 and not (data.task_logs and own.exists()):
+        # A user's script that has not started an srun yet (or never does): its own output.
+        return _output_local(data)
+    return str(own)
 
 
 def _exit_code_file(data: SlurmState) -> int | None:
@@ -664,6 +675,7 @@ def _ranks(data: SlurmState, nodes: str | None, state: JobState) -> list[RankInf
         node = None
         if hosts:  # srun and torchrun's static rendezvous both place ranks in node blocks
             node = hosts[min(rank // per_node, len(hosts) - 1)]
-        log = data.stdout if rank == 0 else f"{job_dir}/{rank_log_name(rank)}"
+        own = rank > 0 or data.task_logs
+        log = f"{job_dir}/{rank_log_name(rank)}" if own else data.stdout
         ranks.append(RankInfo(rank=rank, node=node, state=state.value, log=log))
     return ranks

@@ -38,3 +38,6 @@ class SlurmState(StrictState):
     """The GPUs the job holds on each node ({node: [index]}, from `scontrol -d show job`)."""
     workdir: str | None = None
     """An adopted job's working directory (WorkDir)."""
+    task_logs: bool = False
+    """Every rank, rank 0 too, writes `rank-<N>.log` (a user's own script: its sruns' output,
+    user_script.py); `stdout` is then the script's own output, with srun's messages."""

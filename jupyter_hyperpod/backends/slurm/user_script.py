@@ -18,11 +18,17 @@ from dataclasses import dataclass, field
 
 from ...core.byo import FileChange, FileContext, FileProblem, PreparedFile
 from ...core.errors import Forbidden, InvalidRequest
+from .script import rank_log_name
 
 DIRECTIVE = "#SBATCH"
 # The short options of sbatch that take a value (sbatch --help), so that `-o x` is one option.
 SHORT_WITH_VALUE = set("AabcDdeFGiJLMmNnopqSstwxC")
 SHORT_NAMES = {"D": "chdir", "o": "output", "e": "error", "i": "input", "N": "nodes", "n": "ntasks"}
+# srun(1), INPUT ENVIRONMENT VARIABLES: SLURM_STDOUTMODE is -o/--output, SLURM_OPEN_MODE is
+# --open-mode; sbatch(1) --export: SLURM_* variables are always propagated (even with NONE), so
+# every srun of the user's script finds them. %t is the task's rank in the step (srun's filename
+# patterns), appended so that a second step does not wipe the first one's lines.
+TASK_LOG_PATTERN = rank_log_name(0).replace("0", "%t")
 PATH_OPTIONS = ("chdir", "output", "error", "input")
 IDENTITY_OPTIONS = ("uid", "gid")
 CREDENTIAL = re.compile(r"(SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|ACCESS_KEY|PRIVATE_KEY)", re.I)
@@ -33,6 +39,17 @@ SRUN_FAILED = re.compile(
     r"(?P<code>\d+)|Killed|Terminated|[^\n]*)",
     re.M,
 )
+
+
+@dataclass
+class SbatchCall:
+    """How the script is sent: sbatch's command-line options and the environment it runs in."""
+
+    options: list[str]
+    env: dict[str, str]
+    tasks: int
+    """The job's tasks (ranks): --ntasks, else --nodes times --ntasks-per-node."""
+    per_node: int
 
 
 @dataclass
@@ -225,10 +242,24 @@ def prepare_script(
                 reason="its output kept with the job (tracked like ours)",
             )
         )
+    env = {
+        "SLURM_STDOUTMODE": f"{ctx.job_dir.rstrip('/')}/{TASK_LOG_PATTERN}",
+        "SLURM_OPEN_MODE": "append",
+    }
+    changes += [
+        FileChange(
+            path="job environment",
+            action="added",
+            value=f"{key}={value}",
+            reason="each task that srun starts in your script writes its own log (rank-N.log), "
+            "as the ranks of our jobs do; an srun with its own --output keeps it",
+        )
+        for key, value in env.items()
+    ]
     refusal = test_only(text, options)
     if refusal:
         raise InvalidRequest(f"sbatch --test-only refuses the script: {refusal}", field="text")
-    nodes = next((d.value for d in script.directives if d.option == "nodes" and d.value), "1")
+    nodes_count, per_node, tasks = _layout(script)
     name = next((d.value for d in script.directives if d.option == "job-name" and d.value), "")
     return PreparedFile(
         format="sbatch",
@@ -239,10 +270,33 @@ def prepare_script(
         problems=[problem[0]] if problem else [],
         fixed=fixed,
         name=name or (ctx.filename.rsplit(".", 1)[0] if ctx.filename else "sbatch"),
-        nodes=int(nodes.split("-")[0]) if nodes.split("-")[0].isdigit() else 1,
+        nodes=nodes_count,
+        procs_per_node=per_node,
         command=[ctx.filename or "sbatch script"],
-        payload=options,
+        payload=SbatchCall(options=options, env=env, tasks=tasks, per_node=per_node),
     )
+
+
+def _value(script: Script, option: str) -> int | None:
+    """The last whole-number value of an option (sbatch takes the last one given); a range
+    (`--nodes=2-4`) by its minimum."""
+    found = None
+    for item in script.directives:
+        if item.option == option and item.value:
+            head = item.value.split("-")[0]
+            if head.isdigit():
+                found = int(head)
+    return found
+
+
+def _layout(script: Script) -> tuple[int, int, int]:
+    """(nodes, tasks per node, tasks) as the directives ask them (1 when unsaid)."""
+    nodes = max(1, _value(script, "nodes") or 1)
+    per_node = _value(script, "ntasks-per-node")
+    tasks = _value(script, "ntasks")
+    if tasks is None:
+        tasks = nodes * max(1, per_node or 1)
+    return nodes, max(1, per_node or -(-tasks // nodes)), max(1, tasks)
 
 
 def failed_task(output: str) -> str | None:
@@ -258,4 +312,4 @@ def failed_task(output: str) -> str | None:
     return f"{ranks} {tasks} on {match.group('node')} failed first ({what})"
 
 
-__all__ = ["failed_task", "parse", "police", "prepare_script"]
+__all__ = ["SbatchCall", "failed_task", "parse", "police", "prepare_script"]
