@@ -295,6 +295,7 @@ export function JobView(props: IJobViewProps): JSX.Element {
                     refresh();
                   }
                 }}
+                onFactsBehind={refresh}
               />
             </ViewBoundary>
           )}

@@ -14,6 +14,7 @@ import { pauseIcon } from '../compat';
 import { IStreamStatus, LogStream } from '../logstream';
 import { endedMessage } from '../diagnosis';
 import { IJob, isFinished, JobState } from '../models';
+import { factsBehind, matchCount, rankLabel, rankOnChange } from '../ranks';
 import { IconButton } from './common';
 import { RankPrefixer } from '../rankprefix';
 
@@ -29,6 +30,8 @@ export interface ILogViewProps {
   rankRequest?: { rank: number; serial: number } | null;
   /** The stream saw the job's state change or end: the owner refreshes the job. */
   onJobState?: (state: JobState) => void;
+  /** A rank the server last said had not started printed: the owner asks the server again. */
+  onFactsBehind?: () => void;
 }
 
 /** xterm colours from JupyterLab's theme variables (light or dark). */
@@ -79,16 +82,27 @@ function rankCount(job: IJob): number {
   return (job.spec.nodes ?? 1) * (job.spec.procs_per_node ?? 1);
 }
 
-/** A rank's state next to its number, when it says more than the job's. */
-function rankLabel(job: IJob, rank: number): string {
-  const state = job.ranks[rank]?.state;
-  if (!state || state === job.state) {
-    return '';
-  }
-  if (state === 'PENDING' && isFinished(job.state)) {
-    return ' · never started';
-  }
-  return ` · ${state}`;
+/** Match colours (#RRGGBB, as the addon requires) for the light or dark theme. */
+function searchDecorations(): {
+  matchBackground: string;
+  activeMatchBackground: string;
+  matchOverviewRuler: string;
+  activeMatchColorOverviewRuler: string;
+} {
+  const light = document.body.dataset.jpThemeLight !== 'false';
+  return light
+    ? {
+        matchBackground: '#fff3a0',
+        activeMatchBackground: '#ffb84d',
+        matchOverviewRuler: '#d4b000',
+        activeMatchColorOverviewRuler: '#e07000'
+      }
+    : {
+        matchBackground: '#5c4d00',
+        activeMatchBackground: '#9a5a00',
+        matchOverviewRuler: '#d4b000',
+        activeMatchColorOverviewRuler: '#ff9a1f'
+      };
 }
 
 function saveText(text: string, filename: string): void {
@@ -117,15 +131,31 @@ export function LogView(props: ILogViewProps): JSX.Element {
       setRank(props.rankRequest.rank);
     }
   }, [props.rankRequest?.serial]);
+  // The job failed while shown: every open view moves to the rank that failed.
+  const shownJob = React.useRef<IJob | null>(null);
+  React.useEffect(() => {
+    const next = rankOnChange(shownJob.current, job);
+    shownJob.current = job;
+    if (next !== null) {
+      setRank(next);
+    }
+  }, [job.state, job.failed_rank]);
   const [status, setStatus] = React.useState<IStreamStatus>({
     phase: 'connecting',
     message: 'Loading the log…'
   });
   const [query, setQuery] = React.useState('');
-  const [found, setFound] = React.useState<boolean | null>(null);
+  const [found, setFound] = React.useState<{
+    resultIndex: number;
+    resultCount: number;
+  } | null>(null);
   const finishedAtOpen = React.useRef(isFinished(job.state));
   const onJobState = React.useRef(props.onJobState);
   onJobState.current = props.onJobState;
+  const jobRef = React.useRef(job);
+  jobRef.current = job;
+  const onFactsBehind = React.useRef(props.onFactsBehind);
+  onFactsBehind.current = props.onFactsBehind;
   const ranks = rankCount(job);
 
   // The terminal lives as long as the view.
@@ -141,7 +171,9 @@ export function LogView(props: ILogViewProps): JSX.Element {
       fontSize: codeFontSize(),
       fontFamily: codeFontFamily(),
       lineHeight: 1.15,
-      theme: terminalTheme()
+      theme: terminalTheme(),
+      // The search addon's match decorations (its match count) use the decoration API.
+      allowProposedApi: true
     });
     const fit = new FitAddon();
     const search = new SearchAddon();
@@ -150,6 +182,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
     terminal.open(hostRef.current!);
     terminalRef.current = terminal;
     searchRef.current = search;
+    const results = search.onDidChangeResults(result => setFound(result));
     const refit = () => {
       const host = hostRef.current;
       if (host && host.clientWidth > 0 && host.clientHeight > 0) {
@@ -171,6 +204,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
       attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
     });
     return () => {
+      results.dispose();
       resize.disconnect();
       themeWatch.disconnect();
       terminal.dispose();
@@ -188,8 +222,13 @@ export function LogView(props: ILogViewProps): JSX.Element {
     let disposed = false;
     terminal.reset();
     const prefixer = new RankPrefixer(rank === 'all');
+    const asked = new Set<number>();
     const write = (r: number, text: string) => {
       terminal.write(prefixer.format(r, text));
+      if (text && !asked.has(r) && factsBehind(jobRef.current, r)) {
+        asked.add(r);
+        onFactsBehind.current?.();
+      }
     };
     const start = async () => {
       const offsets = new Map<number, number>();
@@ -268,10 +307,13 @@ export function LogView(props: ILogViewProps): JSX.Element {
       setFound(null);
       return;
     }
+    const options = { caseSensitive: false, decorations: searchDecorations() };
     const hit = forward
-      ? search.findNext(query, { caseSensitive: false })
-      : search.findPrevious(query, { caseSensitive: false });
-    setFound(hit);
+      ? search.findNext(query, options)
+      : search.findPrevious(query, options);
+    if (!hit) {
+      setFound({ resultIndex: -1, resultCount: 0 });
+    }
   };
 
   const download = async () => {
@@ -346,6 +388,7 @@ export function LogView(props: ILogViewProps): JSX.Element {
           onChange={event => {
             setQuery(event.target.value);
             setFound(null);
+            searchRef.current?.clearDecorations();
           }}
           onKeyDown={event => {
             if (event.key === 'Enter') {
@@ -364,8 +407,17 @@ export function LogView(props: ILogViewProps): JSX.Element {
           title="Next match"
           onClick={() => find(true)}
         />
-        {found === false && (
-          <span className="jp-hyperpod-LogSearch-none">No match</span>
+        {found !== null && (
+          <span
+            className={
+              found.resultCount > 0
+                ? 'jp-hyperpod-LogSearch-count'
+                : 'jp-hyperpod-LogSearch-none'
+            }
+            aria-live="polite"
+          >
+            {matchCount(found)}
+          </span>
         )}
         <span className="jp-hyperpod-Spacer" />
         <IconButton
