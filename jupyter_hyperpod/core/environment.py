@@ -205,3 +205,14 @@ def detect(
         fsx=fsx,
         partition=fsx.root if fsx is not None else None,
     )
+
+
+def studio_user_profile(metadata_path: str) -> str | None:
+    """The Studio user profile name, or None outside Studio or in a shared space."""
+    try:
+        with open(metadata_path, encoding="utf-8") as handle:
+            metadata = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    name = metadata.get("UserProfileName")
+    return name if isinstance(name, str) and name else None

@@ -21,6 +21,8 @@ import pwd
 from dataclasses import dataclass
 from typing import Any
 
+from .environment import studio_user_profile
+
 
 @dataclass(frozen=True)
 class Account:
@@ -81,8 +83,6 @@ def own_account() -> Account:
 
 def identity_of(settings: Any) -> Identity:
     """The identity of the user this server serves, from its settings and the OS."""
-    from .settings import studio_user_profile
-
     name = str(settings.user)
     own = own_account()
     if studio_user_profile(str(getattr(settings, "studio_metadata_path", "") or "")) == name:

@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 
 from .backend import Orchestrator
 from .errors import InvalidRequest
+from .state import BackendState, registered_state
 
 ENTRY_POINTS = "jupyter_hyperpod.backends"
 BUILTIN: dict[str, str] = {
@@ -43,3 +44,15 @@ def backend_class(kind: str) -> type[Orchestrator]:
     if not (isinstance(found, type) and issubclass(found, Orchestrator)):
         raise InvalidRequest(f"'{target}' is not an Orchestrator class")
     return found
+
+
+def state_class(kind: str) -> type[BackendState]:
+    """The state model of the backend of that kind (`Orchestrator.State`; its module is
+    imported if it was not yet)."""
+    state = registered_state(kind)
+    if state is None:
+        try:
+            state = backend_class(kind).State
+        except InvalidRequest:  # an unknown or uninstallable backend: keep its keys as they are
+            return BackendState
+    return state

@@ -82,10 +82,9 @@ from .models import (
 )
 from .partition import MAX_TEXT_FILE, Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
-from .registry import backend_class
+from .registry import backend_class, state_class
 from .settings import HyperPodSettings
 from .stacks import mark_differences
-from .state import state_class
 from .store import JobStore
 from .tracker import Tracker
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import getpass
 import glob
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ from typing import Any
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Enum, Float, Int, TraitError, Type, Unicode, default, validate
 from traitlets.config import Configurable
+
+from .environment import studio_user_profile
 
 STUDIO_METADATA = "/opt/ml/metadata/resource-metadata.json"
 STUDIO_FSX_GLOB = "/mnt/custom-file-systems/fsx_lustre/*"
@@ -227,14 +228,3 @@ class HyperPodSettings(Configurable):
     @default("mlflow_tracking_uri")
     def _default_mlflow(self) -> str:
         return os.environ.get("MLFLOW_TRACKING_URI", "")
-
-
-def studio_user_profile(metadata_path: str) -> str | None:
-    """The Studio user profile name, or None outside Studio or in a shared space."""
-    try:
-        with open(metadata_path, encoding="utf-8") as handle:
-            metadata = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    name = metadata.get("UserProfileName")
-    return name if isinstance(name, str) and name else None

@@ -108,14 +108,7 @@ def register_state(kind: str, state: type[BackendState]) -> None:
     _STATES[kind] = state
 
 
-def state_class(kind: str) -> type[BackendState]:
-    """The state model of the backend of that kind (`Orchestrator.State`; its module is
-    imported if it was not yet)."""
-    if kind not in _STATES:
-        from .registry import backend_class
-
-        try:
-            backend_class(kind)
-        except Exception:  # an unknown or uninstallable backend: keep its keys as they are
-            return BackendState
-    return _STATES.get(kind, BackendState)
+def registered_state(kind: str) -> type[BackendState] | None:
+    """The state model a loaded backend of that kind registered, if one did (importing the
+    backend's module is the registry's job: `registry.state_class`)."""
+    return _STATES.get(kind)

@@ -14,65 +14,14 @@ dtype asked for:
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from typing import Any
 
+from .fsdp_sharding import shard_as_training, synthetic_difference
 from .runtime import Runtime, init_runtime
 
 log = logging.getLogger("jupyter_hyperpod.training")
-
-
-def _shard(model: Any, layers: list[Any], dtype: Any, storage: Any) -> None:
-    """fully_shard as training does (`model.apply_fsdp`): parameters cast to the compute dtype
-    only when the 4-bit weights are stored in it."""
-    import torch
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-    kwargs: dict[str, Any] = {"reshard_after_forward": True}
-    if dtype != torch.float32 and storage == dtype:
-        kwargs["mp_policy"] = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32)
-    for layer in layers:
-        fully_shard(layer, **kwargs)
-    fully_shard(model, **kwargs)
-
-
-def synthetic_difference(
-    runtime: Runtime, storage: Any, dtype: Any, *, width: int = 256, depth: int = 3
-) -> tuple[float, float]:
-    """(max |unsharded - sharded| over a Linear4bit stack's outputs (same weights, same
-    inputs), the fraction of the packed weights this rank holds once sharded)."""
-    import bitsandbytes as bnb
-    import torch
-
-    torch.manual_seed(1945)
-    layers = []
-    for _ in range(depth):
-        layer = bnb.nn.Linear4bit(
-            width, width, bias=True, compute_dtype=dtype, quant_type="nf4", quant_storage=storage
-        )
-        layer.weight = bnb.nn.Params4bit(
-            torch.randn(width, width) * 0.05,
-            requires_grad=False,
-            quant_type="nf4",
-            quant_storage=storage,
-            module=layer,
-        )
-        layer.support_avx512bf16_for_cpu = False
-        layers.append(layer)
-    model = torch.nn.Sequential(*layers).to(runtime.device)  # .to() quantizes
-    inputs = torch.randn(4, 16, width, device=runtime.device, dtype=dtype)
-    with torch.no_grad():
-        expected = model(inputs).float()
-    sharded = copy.deepcopy(model)
-    _shard(sharded, list(sharded), dtype, storage)
-    weight = sharded[0].weight
-    held = weight.to_local().numel() / weight.numel() if hasattr(weight, "to_local") else 1.0
-    with torch.no_grad():
-        got = sharded(inputs).float()
-    assert float(expected.abs().max()) > 0  # a real output, not zeros
-    return float((got - expected).abs().max()), held
 
 
 def model_difference(runtime: Runtime, config: Any, storage_name: str) -> float:
@@ -104,7 +53,7 @@ def model_difference(runtime: Runtime, config: Any, storage_name: str) -> float:
     ids = torch.randint(0, vocab, (2, 256), generator=generator).to(runtime.device)
     with torch.no_grad():
         expected = model(input_ids=ids, use_cache=False).logits.float()
-    _shard(model, decoder_layers(model), dtype, storage_dtype(storage_name, dtype))
+    shard_as_training(model, decoder_layers(model), dtype, storage_dtype(storage_name, dtype))
     with torch.no_grad():
         got = model(input_ids=ids, use_cache=False).logits.float()
     return float((got - expected).abs().max())

@@ -219,7 +219,7 @@ def check_fsdp_4bit(runtime: Runtime, storage: Any, dtype: Any) -> float:
     layers, milliseconds; a mismatch stops the job with the storage to use instead."""
     import torch
 
-    from .fsdp_check import synthetic_difference
+    from .fsdp_sharding import synthetic_difference
 
     devices = [runtime.device] if runtime.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):  # leave the training RNG streams untouched

@@ -110,16 +110,16 @@ def test_training_stops_before_the_load_when_sharding_changes_4bit_outputs(
     """What a GPU hit by #1945 would give the guard (its measurement is the CPU test above)."""
     import torch
 
-    from jupyter_hyperpod.training import fsdp_check
+    from jupyter_hyperpod.training import fsdp_sharding
     from jupyter_hyperpod.training.config import ConfigError
     from jupyter_hyperpod.training.model import check_fsdp_4bit
     from jupyter_hyperpod.training.runtime import Runtime
 
     runtime = Runtime(0, 0, 1, 1, torch.device("cpu"), True)
-    monkeypatch.setattr(fsdp_check, "synthetic_difference", lambda *a, **k: (2.5, 0.5))
+    monkeypatch.setattr(fsdp_sharding, "synthetic_difference", lambda *a, **k: (2.5, 0.5))
     with pytest.raises(
         ConfigError, match=r"bfloat16 on this cpu .*#1945\): set quant_storage: float32"
     ):
         check_fsdp_4bit(runtime, torch.bfloat16, torch.bfloat16)
-    monkeypatch.setattr(fsdp_check, "synthetic_difference", lambda *a, **k: (0.0, 0.5))
+    monkeypatch.setattr(fsdp_sharding, "synthetic_difference", lambda *a, **k: (0.0, 0.5))
     assert check_fsdp_4bit(runtime, torch.bfloat16, torch.bfloat16) == 0.0

@@ -72,18 +72,6 @@ FOLLOWER_LINGER_S = 120.0
 DRAIN_TIMEOUT_S = 15.0
 
 
-def agent_hint(image: str = "<image>") -> str:
-    """How to check that an image can run a HyperPodPyTorchJob: the HyperPod training operator
-    drives each pod through the HyperPod elastic agent (PyPI hyperpod-elastic-agent), which the
-    image must contain, started as `hyperpodrun`."""
-    return (
-        f"check with `docker run --rm --entrypoint hyperpodrun {image} --help` (or "
-        f"`docker run --rm {image} pip show hyperpod-elastic-agent`); install it in the image "
-        "with `pip install hyperpod-elastic-agent` (it needs torch<2.12) and start the job with "
-        "hyperpodrun"
-    )
-
-
 class KubernetesOrchestrator(Orchestrator):
     kind: ClassVar[Any] = "kubernetes"
     State = KubernetesState

@@ -17,6 +17,18 @@ if TYPE_CHECKING:
     from .backend import KubernetesOrchestrator
 
 
+def agent_hint(image: str = "<image>") -> str:
+    """How to check that an image can run a HyperPodPyTorchJob: the HyperPod training operator
+    drives each pod through the HyperPod elastic agent (PyPI hyperpod-elastic-agent), which the
+    image must contain, started as `hyperpodrun`."""
+    return (
+        f"check with `docker run --rm --entrypoint hyperpodrun {image} --help` (or "
+        f"`docker run --rm {image} pip show hyperpod-elastic-agent`); install it in the image "
+        "with `pip install hyperpod-elastic-agent` (it needs torch<2.12) and start the job with "
+        "hyperpodrun"
+    )
+
+
 def kubernetes_checks(orchestrator: KubernetesOrchestrator) -> list[Check]:
     """The kubeconfig context, the API server, the job CRDs and the FSx claim."""
     try:
@@ -125,8 +137,6 @@ def kubernetes_checks(orchestrator: KubernetesOrchestrator) -> list[Check]:
             )
         )
     if orchestrator.default_kind == "HyperPodPyTorchJob":
-        from .backend import agent_hint
-
         image = orchestrator.image or "<image>"
         checks.append(
             check(
