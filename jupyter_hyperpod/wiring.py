@@ -104,10 +104,10 @@ class Wiring:
 
         return GpuMetrics(settings)
 
-    def check_gpu(self, settings: HyperPodSettings, kind: str) -> tuple[str, str, str]:
+    def check_gpu(self, settings: HyperPodSettings, *, this_machine: bool) -> tuple[str, str, str]:
         from .gpu.reader import check_gpu
 
-        return check_gpu(settings, kind)
+        return check_gpu(settings, this_machine=this_machine)
 
     def job_metrics(self, tracking_uri: str | None, job_id: str) -> JobMetrics:
         from .metrics import read_job_metrics

@@ -91,7 +91,7 @@ def before(client: PrometheusClient) -> str:
 
 def nodes_json(metrics: GpuMetrics) -> str:
     """`GET gpu/nodes`'s body, as the service answers it."""
-    return metrics.nodes("slurm").model_dump_json()
+    return metrics.nodes(this_machine=False).model_dump_json()
 
 
 def per_node(client: PrometheusClient, names: list[str]) -> None:
@@ -178,7 +178,7 @@ def main() -> None:
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
                     try:
-                        if len(uncached.nodes("slurm").nodes) == count:
+                        if len(uncached.nodes(this_machine=False).nodes) == count:
                             break
                     except Exception:
                         pass

@@ -18,9 +18,10 @@ from typing import Any
 import psutil
 
 from ..core.api import DiagnosticCheck
+from ..core.backend import GpuPlacement, ranks_nodes
 from ..core.errors import InvalidRequest
 from ..core.launch import program_argv, shell_join
-from ..core.models import Capabilities, GpuCount, JobState, Node, RankInfo, RankStack
+from ..core.models import Capabilities, GpuCount, Job, JobState, Node, RankInfo, RankStack
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
 from ..core.stacks import PY_SPY_MISSING, dump_command, local_py_spy, read_dump, run_here
 from .base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
@@ -94,6 +95,19 @@ def _state(job: StoredJob) -> LocalState:
 class LocalOrchestrator(Orchestrator):
     kind = "local"
     State = LocalState
+    gpus_on_this_machine = True
+
+    @classmethod
+    def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
+        """This machine, and the GPUs the job was given (CUDA_VISIBLE_DEVICES)."""
+        host = socket.gethostname()
+        given = LocalState.load(data).gpus
+        return GpuPlacement(
+            nodes=ranks_nodes(job) or (host,),
+            gpus={host: frozenset(str(index) for index in given)} if given else None,
+            this_machine=True,
+        )
+
     status_poll_max = 2.0
     """A refresh reads a few files, and it is what starts queued jobs: keep it frequent."""
 

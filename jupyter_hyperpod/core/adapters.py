@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from ..gpu.models import GpuNodes, JobGpu
+    from ..gpu.models import GpuNodes, GpuPlacement, JobGpu
     from .backend import Orchestrator
     from .models import Job, JobMetrics, JobProgress
     from .settings import HyperPodSettings
@@ -23,11 +23,9 @@ DEFAULT_ADAPTERS = "jupyter_hyperpod.wiring:Wiring"
 class GpuReader(Protocol):
     """Each node's GPUs and a job's GPU use (`gpu.GpuMetrics`)."""
 
-    def nodes(self, kind: str) -> GpuNodes: ...
+    def nodes(self, *, this_machine: bool) -> GpuNodes: ...
 
-    def job(
-        self, job: Job, data: dict[str, Any], kind: str, *, step: float | None = None
-    ) -> JobGpu: ...
+    def job(self, job: Job, placement: GpuPlacement, *, step: float | None = None) -> JobGpu: ...
 
     def close(self) -> None: ...
 
@@ -99,7 +97,7 @@ class Adapters(Protocol):
 
     def gpu(self, settings: HyperPodSettings) -> GpuReader: ...
 
-    def check_gpu(self, settings: HyperPodSettings, kind: str) -> tuple[str, str, str]:
+    def check_gpu(self, settings: HyperPodSettings, *, this_machine: bool) -> tuple[str, str, str]:
         """(status, detail, fix) of the GPU metrics source, for `diagnose`."""
         ...
 

@@ -16,11 +16,12 @@ from typing import Any, ClassVar, Literal
 
 from traitlets.config import LoggingConfigurable
 
+from ..gpu.models import GpuPlacement
 from .api import DiagnosticCheck
 from .byo import FileContext, PreparedFile
 from .errors import InvalidRequest
 from .identity import Identity, identity_of
-from .models import Capabilities, JobSpec, JobState, Node, RankInfo, WatchCacheStatus
+from .models import Capabilities, Job, JobSpec, JobState, Node, RankInfo, WatchCacheStatus
 from .queue import Adoption, QueueJob, QueueSnapshot
 from .state import BackendState, register_state
 
@@ -168,6 +169,11 @@ class FileLogReader(LogReader):
             self._handle = None
 
 
+def ranks_nodes(job: Job) -> tuple[str, ...]:
+    """The nodes its ranks ran on, as the backend recorded them."""
+    return tuple(sorted({rank.node for rank in job.ranks if rank.node}))
+
+
 class Orchestrator(LoggingConfigurable):
     """A cluster that runs jobs. Subclasses are traitlets Configurables: `c.<ClassName>.<trait>`.
 
@@ -182,6 +188,13 @@ class Orchestrator(LoggingConfigurable):
     age of the youngest job up to this; `core/tracker.py`)."""
     State: ClassVar[type[BackendState]] = BackendState
     """What this backend keeps with each job (`StoredJob.data`): its own pydantic model."""
+    gpus_on_this_machine: ClassVar[bool] = False
+    """Its jobs run on this server's machine, so this machine's GPUs are the cluster's."""
+
+    @classmethod
+    def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
+        """Where the job's GPUs are (for its GPU figures): by default, its ranks' nodes."""
+        return GpuPlacement(nodes=ranks_nodes(job), this_machine=cls.gpus_on_this_machine)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -1098,7 +1098,9 @@ class HyperPodService:
 
     def _gpu_check(self) -> DiagnosticCheck:
         """The GPU metrics endpoint answers PromQL and has DCGM series (or the local GPUs read)."""
-        status, detail, fix = self.adapters.check_gpu(self.settings, self.orchestrator.kind)
+        status, detail, fix = self.adapters.check_gpu(
+            self.settings, this_machine=self.orchestrator.gpus_on_this_machine
+        )
         return DiagnosticCheck.model_validate(
             {"name": "GPU metrics", "status": status, "detail": detail, "fix": fix}
         )
@@ -1144,7 +1146,7 @@ class HyperPodService:
 
     def gpu_nodes(self) -> GpuNodes:
         """Each node's GPUs now; no source: none, with the reason."""
-        return self.gpu.nodes(self.orchestrator.kind)
+        return self.gpu.nodes(this_machine=self.orchestrator.gpus_on_this_machine)
 
     def job_gpu(self, job_id: str, *, step: float | None = None) -> JobGpu:
         """The job's GPU utilisation and memory over its run."""
@@ -1154,7 +1156,7 @@ class HyperPodService:
         if not job.state.finished:
             self.refresh()
             job, data = self._get(job_id)
-        return self.gpu.job(job, data, self.orchestrator.kind, step=step)
+        return self.gpu.job(job, self.orchestrator.gpu_placement(job, data), step=step)
 
 
 @contextmanager

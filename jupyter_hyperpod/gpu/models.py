@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -55,3 +56,19 @@ class JobGpu(BaseModel):
     step: float | None = Field(None, description="Seconds between points")
     series: list[GpuSeries] = Field(default_factory=list)
     message: str | None = Field(None, description="Why no series are shown, when none are")
+
+
+@dataclass(frozen=True)
+class GpuPlacement:
+    """Where a job's GPUs are, as its backend knows it: what the GPU figures ask the metrics for."""
+
+    nodes: tuple[str, ...] = ()
+    """The job's nodes (DCGM's node label)."""
+    gpus: dict[str, frozenset[str]] | None = None
+    """Per node, the GPU indices the job holds there (DCGM's `gpu` label); None: every GPU of
+    its nodes (whole nodes, or the backend does not know)."""
+    pod_pattern: str | None = None
+    """Kubernetes: a regular expression of the job's pod names (DCGM's pod label), instead of nodes."""
+    namespace: str | None = None
+    this_machine: bool = False
+    """The GPUs are this server's own (the local backend): read them here when no endpoint is set."""

@@ -13,7 +13,6 @@ node and relabel `instance` to the same host name; awsome-distributed-training,
 from __future__ import annotations
 
 import math
-import re
 import socket
 import threading
 import time
@@ -24,7 +23,7 @@ from ..core.errors import HyperPodError
 from ..core.models import Job, JobState
 from . import dcgm
 from .local import LocalGpus
-from .models import GpuNodes, JobGpu
+from .models import GpuNodes, GpuPlacement, JobGpu
 from .prometheus import PrometheusClient
 from .snapshot import Snapshot
 
@@ -76,11 +75,13 @@ class GpuMetrics:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     # -- now, per node -------------------------------------------------------------------------
-    def nodes(self, kind: str) -> GpuNodes:
+    def nodes(self, *, this_machine: bool) -> GpuNodes:
+        """Every node's GPUs now; without an endpoint, this machine's when they are the
+        cluster's (`Orchestrator.gpus_on_this_machine`)."""
         if self.prometheus is not None:
             return self._nodes.get()  # one answer for every poller (gpu/snapshot.py)
         now = time.time()
-        if kind == "local":
+        if this_machine:
             local = self.local()
             if local.available:
                 devices = local.read()
@@ -127,9 +128,8 @@ class GpuMetrics:
         return dict(zip(queries, answers, strict=True))
 
     # -- over time, per job --------------------------------------------------------------------
-    def job(
-        self, job: Job, data: dict[str, Any], kind: str, *, step: float | None = None
-    ) -> JobGpu:
+    def job(self, job: Job, placement: GpuPlacement, *, step: float | None = None) -> JobGpu:
+        """The job's GPUs over its run, where its backend placed them."""
         if job.started is None or job.state == JobState.PENDING:
             return JobGpu(message="the job has not started")
         start = job.started
@@ -137,13 +137,14 @@ class GpuMetrics:
         end = max(end, start + 1)
         step = step or max(1.0, math.ceil((end - start) / MAX_POINTS))
         if self.prometheus is not None:
-            return self._job_from_prometheus(job, data, kind, start, end, step)
-        if kind == "local":
+            return self._job_from_prometheus(placement, start, end, step)
+        if placement.this_machine:
             local = self.local()
             if not local.available:
                 return JobGpu(message="no NVIDIA GPU on this machine")
-            gpus = [str(index) for index in data.get("gpus") or []] or None
-            series = local.series(socket.gethostname(), start, end, gpus)
+            host = socket.gethostname()
+            held = (placement.gpus or {}).get(host)
+            series = local.series(host, start, end, sorted(held) if held else None)
             return JobGpu(
                 source=local.source,
                 start=start,
@@ -155,32 +156,27 @@ class GpuMetrics:
         return JobGpu(message=NO_SOURCE)
 
     def _job_from_prometheus(
-        self, job: Job, data: dict[str, Any], kind: str, start: float, end: float, step: float
+        self, placement: GpuPlacement, start: float, end: float, step: float
     ) -> JobGpu:
         assert self.prometheus is not None
         source = self.prometheus.kind
-        if kind == "kubernetes":
-            name = re.escape(job.backend_id or job.id)
+        if placement.pod_pattern:
             query = dcgm.job_query(
-                pod_pattern=f"{name}-[a-z]+-[0-9]+",
-                namespace=str(data.get("namespace") or job.spec.namespace or "") or None,
+                pod_pattern=placement.pod_pattern,
+                namespace=placement.namespace,
                 pod_label=self.pod_label,
             )
         else:
-            nodes = job_nodes(job, data, kind)
-            if not nodes:
+            if not placement.nodes:
                 return JobGpu(source=source, message="the job's nodes are not known yet")
-            query = dcgm.job_query(nodes=nodes, node_label=self.node_label)
+            query = dcgm.job_query(nodes=list(placement.nodes), node_label=self.node_label)
         try:
             answer = self.prometheus.query_range(query, start=start, end=end, step=step)
         except HyperPodError as error:
             return JobGpu(source=source, start=start, end=end, step=step, message=error.message)
         series = dcgm.parse_series(answer, self.node_label)
-        held = data.get("gpu_index") if kind == "slurm" else None
-        if isinstance(held, dict) and held:
-            # Slurm's GPU indices are the GPUs' minor numbers, DCGM's `gpu` label: on a node the
-            # job shares, only its own GPUs. A job that asked for none (whole nodes, HyperPod's
-            # usual `--exclusive`) sees every GPU of its nodes, and so do its figures.
+        held = placement.gpus
+        if held:  # on a node the job shares, only its own GPUs
             series = [one for one in series if one.node not in held or one.gpu in held[one.node]]
         return JobGpu(
             source=source,
@@ -192,7 +188,7 @@ class GpuMetrics:
         )
 
     # -- doctor ---------------------------------------------------------------------------------
-    def check(self, kind: str) -> tuple[str, str, str]:
+    def check(self, *, this_machine: bool) -> tuple[str, str, str]:
         """(status, detail, fix) for `doctor`."""
         if self.prometheus is not None:
             where = f"{self.prometheus.kind} at {self.prometheus.url}"
@@ -213,7 +209,7 @@ class GpuMetrics:
                     "install the DCGM exporter and let Prometheus scrape it",
                 )
             return "pass", f"{where}: {count} GPU(s) reporting", ""
-        if kind == "local":
+        if this_machine:
             local = self.local()
             if local.available:
                 return "pass", f"{len(local.read())} local GPU(s) read with {local.source}", ""
@@ -225,24 +221,10 @@ class GpuMetrics:
         )
 
 
-def check_gpu(settings: Any, kind: str) -> tuple[str, str, str]:
+def check_gpu(settings: Any, *, this_machine: bool) -> tuple[str, str, str]:
     """The doctor's GPU metrics check: (status, detail, fix)."""
     metrics = GpuMetrics(settings)
     try:
-        return metrics.check(kind)
+        return metrics.check(this_machine=this_machine)
     finally:
         metrics.close()
-
-
-def job_nodes(job: Job, data: dict[str, Any], kind: str) -> list[str]:
-    """The nodes a job runs on: Slurm's node list, else its ranks' nodes."""
-    nodes: list[str] = []
-    if kind == "slurm" and data.get("nodes"):
-        from ..backends.slurm.jobs import expand_hostlist
-
-        nodes = expand_hostlist(str(data["nodes"]))
-    if not nodes:
-        nodes = sorted({rank.node for rank in job.ranks if rank.node})
-    if not nodes and kind == "local":
-        nodes = [socket.gethostname()]
-    return nodes

@@ -101,12 +101,12 @@ def test_the_local_backend_samples_nvml_for_the_nodes_and_jobs_views(
         HyperPodSettings(config=Config({"HyperPodSettings": {"gpu_local": "nvml"}}))
     )
     try:
-        found = metrics.nodes("local")
+        found = metrics.nodes(this_machine=True)
         assert found.source == "nvml" and found.message is None
         (node,) = found.nodes
         assert node.node == socket.gethostname() and [g.gpu for g in node.gpus] == ["0", "1"]
         assert node.utilization == (50 + 3) / 2
         assert node.memory_total_mb == 81559 + 23028
-        assert metrics.check("local")[0] == "pass"
+        assert metrics.check(this_machine=True)[0] == "pass"
     finally:
         metrics.close()

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
+from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.core.models import Job, JobSpec, JobState, RankInfo
 from jupyter_hyperpod.core.settings import HyperPodSettings
 from jupyter_hyperpod.gpu import GpuMetrics
+from jupyter_hyperpod.gpu.models import GpuPlacement
 
 from .conftest import GRAFANA_TOKEN, Exporter, unique, wait_until
 
@@ -22,8 +25,8 @@ def settings(**traits: Any) -> HyperPodSettings:
     return HyperPodSettings(config=Config({"HyperPodSettings": traits}))
 
 
-def node_of(metrics: GpuMetrics, kind: str, host: str) -> Any:
-    found = metrics.nodes(kind)
+def node_of(metrics: GpuMetrics, host: str) -> Any:
+    found = metrics.nodes(this_machine=False)
     return next((node for node in found.nodes if node.node == host), None)
 
 
@@ -52,8 +55,8 @@ def test_nodes_show_every_gpu_figure_and_follow_the_exporter(
     exporter.set(host, 0, utilization=37, memory_used_mb=2048, memory_free_mb=79872, xid_error=0)
     exporter.set(host, 1, utilization=81, memory_used_mb=40960, memory_free_mb=40960, xid_error=79)
     metrics = GpuMetrics(settings(gpu_metrics_url=prometheus))
-    node = wait_until(lambda: node_of(metrics, "slurm", host), what="the node's series")
-    assert metrics.nodes("slurm").source == "prometheus"
+    node = wait_until(lambda: node_of(metrics, host), what="the node's series")
+    assert metrics.nodes(this_machine=False).source == "prometheus"
     assert [gpu.gpu for gpu in node.gpus] == ["0", "1"]
     first, second = node.gpus
     assert (first.utilization, first.memory_used_mb, first.memory_total_mb) == (37, 2048, 81920)
@@ -65,11 +68,11 @@ def test_nodes_show_every_gpu_figure_and_follow_the_exporter(
 
     exporter.set(host, 0, utilization=5)
     wait_until(
-        lambda: (found := node_of(metrics, "slurm", host)) and found.gpus[0].utilization == 5,
+        lambda: (found := node_of(metrics, host)) and found.gpus[0].utilization == 5,
         what="the new utilisation",
     )
     exporter.remove(host)  # the exporter stops serving it: Prometheus marks the series stale
-    wait_until(lambda: node_of(metrics, "slurm", host) is None, what="the node to go")
+    wait_until(lambda: node_of(metrics, host) is None, what="the node to go")
 
 
 def test_a_slurm_job_gets_the_series_of_its_nodes_only(prometheus: str, exporter: Exporter) -> None:
@@ -78,13 +81,16 @@ def test_a_slurm_job_gets_the_series_of_its_nodes_only(prometheus: str, exporter
     exporter.set(mine, 0, utilization=10)
     exporter.set(other, 0, utilization=99)
     metrics = GpuMetrics(settings(gpu_metrics_url=prometheus))
-    wait_until(lambda: node_of(metrics, "slurm", mine), what="the node's series")
+    wait_until(lambda: node_of(metrics, mine), what="the node's series")
     started = time.time()
     time.sleep(2.5)
     exporter.set(mine, 0, utilization=90, memory_used_mb=30000)
     time.sleep(2.5)
     ran = job("train-a1b2c3", started, ended=time.time())
-    answer = metrics.job(ran, {"nodes": f"{tag}-[01-02]"}, "slurm", step=1)
+    # The placement as the Slurm backend decides it from what it keeps with the job.
+    placement = SlurmOrchestrator.gpu_placement(ran, {"nodes": f"{tag}-[01-02]"})
+    assert placement.nodes == (f"{tag}-01", f"{tag}-02")
+    answer = metrics.job(ran, placement, step=1)
     assert answer.source == "prometheus" and answer.message is None
     util = [s for s in answer.series if s.metric == "utilization"]
     assert {(s.node, s.gpu) for s in util} == {(mine, "0")}
@@ -106,7 +112,7 @@ def test_a_kubernetes_job_gets_the_gpus_of_its_pods(prometheus: str, exporter: E
     exporter.set(host, 2, utilization=5, pod=f"{name}-worker-0", namespace="other-team")
     exporter.set(host, 3, utilization=6, pod=f"{name}-extra-worker-0", namespace=namespace)
     metrics = GpuMetrics(settings(gpu_metrics_url=prometheus))
-    node = wait_until(lambda: node_of(metrics, "kubernetes", host), what="the node")
+    node = wait_until(lambda: node_of(metrics, host), what="the node")
     assert {(g.gpu, g.pod, g.namespace) for g in node.gpus} >= {
         ("0", f"{name}-worker-0", namespace)
     }
@@ -114,7 +120,12 @@ def test_a_kubernetes_job_gets_the_gpus_of_its_pods(prometheus: str, exporter: E
     answer = wait_until(
         lambda: (
             (
-                found := metrics.job(job(name, started), {"namespace": namespace}, "kubernetes")
+                found := metrics.job(
+                    job(name, started),
+                    KubernetesOrchestrator.gpu_placement(
+                        job(name, started), {"namespace": namespace}
+                    ),
+                )
             ).series
             and found
         ),
@@ -135,8 +146,8 @@ def test_amazon_managed_prometheus_is_signed_with_sigv4(
     metrics = GpuMetrics(
         settings(gpu_metrics_url=amp, gpu_metrics_kind="amp", gpu_metrics_region="us-east-1")
     )
-    node = wait_until(lambda: node_of(metrics, "kubernetes", host), what="the node through AMP")
-    assert metrics.nodes("kubernetes").source == "amp" and node.gpus[0].utilization == 42
+    node = wait_until(lambda: node_of(metrics, host), what="the node through AMP")
+    assert metrics.nodes(this_machine=False).source == "amp" and node.gpus[0].utilization == 42
 
     # The double refuses what AMP refuses: no signature, and a signature with the wrong secret.
     with pytest.raises(urllib.error.HTTPError) as unsigned:
@@ -145,7 +156,7 @@ def test_amazon_managed_prometheus_is_signed_with_sigv4(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     refused = GpuMetrics(
         settings(gpu_metrics_url=amp, gpu_metrics_kind="amp", gpu_metrics_region="us-east-1")
-    ).nodes("kubernetes")
+    ).nodes(this_machine=False)
     assert refused.nodes == [] and refused.source == "amp"
     assert "HTTP 403" in (refused.message or "") and "signature" in (refused.message or "")
     exporter.remove(host)
@@ -156,26 +167,25 @@ def test_grafana_data_source_proxy_with_a_token(grafana: str, exporter: Exporter
     exporter.set(host, 0, utilization=64)
     metrics = GpuMetrics(settings(gpu_metrics_url=grafana, gpu_metrics_token=GRAFANA_TOKEN))
     assert metrics.prometheus is not None and metrics.prometheus.kind == "grafana"
-    node = wait_until(lambda: node_of(metrics, "slurm", host), what="the node through Grafana")
+    node = wait_until(lambda: node_of(metrics, host), what="the node through Grafana")
     assert node.gpus[0].utilization == 64
     refused = GpuMetrics(settings(gpu_metrics_url=grafana, gpu_metrics_token="wrong")).nodes(
-        "slurm"
+        this_machine=False
     )
     assert refused.nodes == [] and "HTTP 401" in (refused.message or "")
     exporter.remove(host)
 
 
 def test_no_endpoint_or_a_dead_one_shows_nothing_with_the_reason() -> None:
-    quiet = GpuMetrics(settings()).nodes("slurm")
+    quiet = GpuMetrics(settings()).nodes(this_machine=False)
     assert quiet.nodes == [] and quiet.source is None and "gpu_metrics_url" in (quiet.message or "")
-    dead = GpuMetrics(settings(gpu_metrics_url="http://127.0.0.1:9")).nodes("slurm")
+    dead = GpuMetrics(settings(gpu_metrics_url="http://127.0.0.1:9")).nodes(this_machine=False)
     assert dead.nodes == [] and "cannot reach" in (dead.message or "")
     pending = GpuMetrics(settings(gpu_metrics_url="http://127.0.0.1:9")).job(
         job("train-a1b2c3", time.time()).model_copy(
             update={"state": JobState.PENDING, "started": None}
         ),
-        {},
-        "slurm",
+        GpuPlacement(),
     )
     assert pending.series == [] and pending.message == "the job has not started"
 
@@ -184,13 +194,15 @@ def test_doctor_check_of_the_endpoint(prometheus: str, exporter: Exporter) -> No
     host = unique("doctor-node")
     exporter.set(host, 0)
     metrics = GpuMetrics(settings(gpu_metrics_url=prometheus))
-    wait_until(lambda: node_of(metrics, "slurm", host), what="the node")
-    status, detail, _ = metrics.check("slurm")
+    wait_until(lambda: node_of(metrics, host), what="the node")
+    status, detail, _ = metrics.check(this_machine=False)
     assert status == "pass" and "GPU(s) reporting" in detail
     exporter.remove(host)
-    status, detail, fix = GpuMetrics(settings(gpu_metrics_url="http://127.0.0.1:9")).check("slurm")
+    status, detail, fix = GpuMetrics(settings(gpu_metrics_url="http://127.0.0.1:9")).check(
+        this_machine=False
+    )
     assert status == "fail" and "cannot reach" in detail and "gpu_metrics_url" in fix
-    assert GpuMetrics(settings()).check("slurm")[0] == "skip"
+    assert GpuMetrics(settings()).check(this_machine=False)[0] == "skip"
 
 
 def gpu_check(traits: dict[str, Any]) -> str:
@@ -223,7 +235,7 @@ def test_the_doctor_reports_the_gpu_endpoint(
         "user": "alice",
     }
     metrics = GpuMetrics(settings(gpu_metrics_url=prometheus))
-    wait_until(lambda: node_of(metrics, "local", host), what="the node")
+    wait_until(lambda: node_of(metrics, host), what="the node")
     assert gpu_check({"gpu_metrics_url": prometheus, **common}) == "pass"
     assert gpu_check({"gpu_metrics_url": "http://127.0.0.1:9", **common}) == "fail"
     exporter.remove(host)

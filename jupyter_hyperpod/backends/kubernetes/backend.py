@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -13,11 +14,13 @@ from typing import Any, ClassVar
 from traitlets import Bool, Enum, Float, List, Unicode, default
 
 from ...core.api import DiagnosticCheck
+from ...core.backend import GpuPlacement, ranks_nodes
 from ...core.byo import FileContext, PreparedFile
 from ...core.environment import paths_of, service_account
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
 from ...core.models import (
     Capabilities,
+    Job,
     JobState,
     Node,
     RankStack,
@@ -75,6 +78,17 @@ DRAIN_TIMEOUT_S = 15.0
 class KubernetesOrchestrator(Orchestrator):
     kind: ClassVar[Any] = "kubernetes"
     State = KubernetesState
+
+    @classmethod
+    def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
+        """The job's pods, by name (`<job>-<replica type>-<index>`, as the training operators
+        name them) in its namespace: a pod's GPUs are the job's wherever it was placed."""
+        name = re.escape(job.backend_id or job.id)
+        namespace = KubernetesState.load(data).namespace or job.spec.namespace
+        return GpuPlacement(
+            nodes=ranks_nodes(job), pod_pattern=f"{name}-[a-z]+-[0-9]+", namespace=namespace or None
+        )
+
     default_cluster_fs_root: ClassVar[str | None] = "/data"
 
     kubeconfig = Unicode(

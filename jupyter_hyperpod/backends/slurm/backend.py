@@ -19,10 +19,11 @@ from typing import Any
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from ...core.api import DiagnosticCheck
+from ...core.backend import GpuPlacement, ranks_nodes
 from ...core.byo import FileContext, PreparedFile
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
-from ...core.models import Capabilities, JobState, Node, RankInfo, RankStack
+from ...core.models import Capabilities, Job, JobState, Node, RankInfo, RankStack
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from . import jobs as slurm_jobs
@@ -55,6 +56,20 @@ class SlurmOrchestrator(Orchestrator):
 
     kind = "slurm"
     State = SlurmState
+
+    @classmethod
+    def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
+        """Slurm's node list and, on a node the job shares, the GPUs Slurm gave it (its GPU
+        indices are the GPUs' minor numbers, DCGM's `gpu` label). A job that asked for none
+        (whole nodes, HyperPod's usual `--exclusive`) holds every GPU of its nodes."""
+        state = SlurmState.load(data)
+        nodes = tuple(slurm_jobs.expand_hostlist(state.nodes)) if state.nodes else ()
+        held = state.gpu_index or None
+        return GpuPlacement(
+            nodes=nodes or ranks_nodes(job),
+            gpus={node: frozenset(gpus) for node, gpus in held.items()} if held else None,
+        )
+
     default_cluster_fs_root = None  # login node and compute nodes share paths (HyperPod: /fsx)
 
     partition = Unicode(
