@@ -24,6 +24,7 @@ from .core.models import (
     Rendered,
     TemplateInfo,
 )
+from .core.watchdog import operator_summary
 from .core.watchdog import summary as watchdog_summary
 from .terminal_text import TerminalText
 
@@ -207,10 +208,13 @@ def resources(spec: JobSpec) -> str:
 
 def job_detail(job: Job) -> str:
     watched = watchdog_summary(job.watchdog, when) if job.state == JobState.RUNNING else ""
-    if watched:
-        return f"{watched}; {job.state_reason}" if job.state_reason else watched
-    if job.state_reason:
-        return job.state_reason
+    parts = [
+        text
+        for text in (watched, operator_summary(job.operator_verdict, when), job.state_reason)
+        if text
+    ]
+    if parts:
+        return "; ".join(parts)
     if job.exit_code is not None and job.state.finished:
         return f"exit code {job.exit_code}"
     return ""

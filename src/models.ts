@@ -45,6 +45,7 @@ export type JobState = IJob['state'];
 export type IRankClock = Schemas['RankClock'];
 export type IStraggler = Schemas['Straggler'];
 export type IJobWatchdog = Schemas['JobWatchdog'];
+export type IOperatorVerdict = Schemas['OperatorVerdict'];
 export type IStackFrame = Schemas['StackFrame'];
 export type IThreadStack = Schemas['ThreadStack'];
 export type IRankStack = Schemas['RankStack'];

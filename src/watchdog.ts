@@ -50,6 +50,27 @@ export function watchdogLine(job: IJob): string | null {
   return null;
 }
 
+/**
+ * The cluster operator's own verdict, as the server's backend read it (`Job.operator_verdict`):
+ * "HyperPod: HANGING (rule r) at 10:02:07, restarting the job (restart 1) [rank 1, on i-0abc]".
+ * Shown in any state: the operator may have failed the job.
+ */
+export function operatorVerdictLine(job: IJob): string | null {
+  const verdict = job.operator_verdict;
+  if (!verdict) {
+    return null;
+  }
+  const at = verdict.at !== null ? ` at ${clockTime(verdict.at)}` : '';
+  const where = [
+    ...verdict.ranks.map(rank => `rank ${rank}`),
+    ...verdict.nodes.map(node => `on ${node}`)
+  ].join(', ');
+  return (
+    `HyperPod: ${verdict.state} (rule ${verdict.rule})${at}, ${verdict.action}` +
+    (where ? ` [${where}]` : '')
+  );
+}
+
 /** The nodes of the ranks that stopped first (the suspects), each once. */
 export function suspectNodes(job: IJob): string[] {
   const nodes = (job.watchdog?.stopped_first ?? [])

@@ -498,6 +498,23 @@ class JobWatchdog(BaseModel):
     )
 
 
+class OperatorVerdict(BaseModel):
+    """The cluster's own watchdog's last verdict on a job, beside ours: HyperPod's training
+    operator acting on the job's `logMonitoringConfiguration` (its agent found a rule HANGING or
+    SLOW, or a line it faults on). Decided by the backend from the job object's status."""
+
+    state: Literal["HANGING", "SLOW", "FAULTED"]
+    rule: str = Field(description="The logMonitoringConfiguration rule that fired")
+    reason: str = Field(description="The operator's fault reason, e.g. LogHang_<rule>")
+    message: str | None = Field(None, description="The operator's words (the last matched line)")
+    at: float | None = Field(None, description="When the operator reported it (Unix time)")
+    action: str = Field(
+        description="What the operator did: restarted the job (restart N), or failed it"
+    )
+    ranks: list[int] = Field(default_factory=list, description="The ranks it found faulty")
+    nodes: list[str] = Field(default_factory=list, description="Their nodes (instance ids)")
+
+
 class StackFrame(BaseModel):
     name: str = Field(description="The function")
     filename: str
@@ -555,6 +572,11 @@ class Job(BaseModel):
     )
     watchdog: JobWatchdog | None = Field(
         None, description="Running jobs: step clocks per rank, hang and stragglers"
+    )
+    operator_verdict: OperatorVerdict | None = Field(
+        None,
+        description="The cluster operator's own last hang/slow verdict (HyperPod's training "
+        "operator), decided by the backend; null when it has none",
     )
     mlflow_run_url: str | None = None
     stale_reason: str | None = Field(

@@ -73,6 +73,7 @@ from .models import (
     JobState,
     LogSnapshot,
     Node,
+    OperatorVerdict,
     RankStack,
     Rendered,
     StackDump,
@@ -817,7 +818,13 @@ class HyperPodService:
 
     def _with_progress(self, job: Job, data: dict[str, Any]) -> Job:
         """A running job with its last known progress: readers never read a log or MLflow
-        (the tracker's refresh does, `_refresh_progress`), they take what it found."""
+        (the tracker's refresh does, `_refresh_progress`), they take what it found. A job the
+        cluster's operator judged (its own hang/slow verdict, decided by the backend) shows it."""
+        verdict = data.get("operator_verdict")
+        if verdict:
+            job = job.model_copy(
+                update={"operator_verdict": OperatorVerdict.model_validate(verdict)}
+            )
         if job.state != JobState.RUNNING:
             return job
         cached = self.__dict__.get("_progress_cache", {}).get(job.id)

@@ -17,6 +17,8 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .models import OperatorVerdict
+
 log = logging.getLogger(__name__)
 
 
@@ -29,6 +31,9 @@ class BackendState(BaseModel):
     """The tracking URI given to the job (where its metrics are read from)."""
     adopted: bool = False
     """The job was created outside this server and adopted from the cluster's queue."""
+    operator_verdict: OperatorVerdict | None = None
+    """The cluster operator's own last hang/slow verdict, decided by a backend whose operator
+    has one (Kubernetes: HyperPod's training operator)."""
 
     retired: ClassVar[tuple[str, ...]] = ()
     """Keys older versions stored that this model no longer keeps (dropped on load)."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .models import JobWatchdog, RankClock, Straggler, WatchdogSpec
+from .models import JobWatchdog, OperatorVerdict, RankClock, Straggler, WatchdogSpec
 
 if TYPE_CHECKING:
     from .settings import HyperPodSettings
@@ -186,4 +186,18 @@ def summary(watchdog: JobWatchdog | None, when: Callable[[float], str]) -> str:
     return "; ".join(
         f"straggler: {_where(s)}, {s.rate:.2g} steps/s vs {s.others_rate:.2g}"
         for s in watchdog.stragglers
+    )
+
+
+def operator_summary(verdict: OperatorVerdict | None, when: Callable[[float], str]) -> str:
+    """The cluster operator's own verdict in a job list's words (beside `summary`'s):
+    'HyperPod: HANGING (rule r) at 10:02, restarting the job (restart 1)'; '' when none."""
+    if verdict is None:
+        return ""
+    at = f" at {when(verdict.at)}" if verdict.at is not None else ""
+    where = ", ".join(
+        [f"rank {rank}" for rank in verdict.ranks] + [f"on {node}" for node in verdict.nodes]
+    )
+    return f"HyperPod: {verdict.state} (rule {verdict.rule}){at}, {verdict.action}" + (
+        f" [{where}]" if where else ""
     )

@@ -6,6 +6,7 @@ import { StacksTable, WatchdogBanner } from '../components/WatchdogBanner';
 import { HyperpodModel } from '../model';
 import { IJob, IJobWatchdog, IStackDump } from '../models';
 import {
+  operatorVerdictLine,
   stackRows,
   stallNotice,
   suspectNodes,
@@ -30,6 +31,7 @@ const base: IJob = {
   events: [],
   progress: null,
   watchdog: null,
+  operator_verdict: null,
   mlflow_run_url: null,
   stale_reason: null,
   stale_since: null,
@@ -126,6 +128,34 @@ describe('watchdog', () => {
       })
     ).toBeNull();
     expect(watchdogLine({ ...job, state: 'SUCCEEDED' })).toBeNull();
+  });
+
+  it("words the cluster operator's verdict in any state, and nothing without one", () => {
+    const verdict = {
+      state: 'HANGING' as const,
+      rule: 'hyperpod-watchdog-hang',
+      reason: 'LogHang_hyperpod-watchdog-hang',
+      message: 'rank 1: step 4/1000',
+      at: 1_700_000_000,
+      action: 'failed the job',
+      ranks: [1],
+      nodes: ['i-0abc']
+    };
+    const failed = {
+      ...base,
+      state: 'FAILED' as const,
+      operator_verdict: verdict
+    };
+    expect(operatorVerdictLine(failed)).toMatch(
+      /^HyperPod: HANGING \(rule hyperpod-watchdog-hang\) at .+, failed the job \[rank 1, on i-0abc\]$/
+    );
+    expect(
+      operatorVerdictLine({
+        ...failed,
+        operator_verdict: { ...verdict, at: null, ranks: [], nodes: [] }
+      })
+    ).toBe('HyperPod: HANGING (rule hyperpod-watchdog-hang), failed the job');
+    expect(operatorVerdictLine(base)).toBeNull();
   });
 
   it('names stragglers with their nodes', () => {

@@ -19,6 +19,7 @@ import { resources } from './JobsView';
 import { failedRank } from '../diagnosis';
 import { JobDiagnosis } from './JobDiagnosis';
 import { WatchdogBanner } from './WatchdogBanner';
+import { operatorVerdictLine } from '../watchdog';
 import { LogView } from './LogView';
 import { MetricsView } from './MetricsView';
 import { JobGpuChart } from './GpuBars';
@@ -240,6 +241,18 @@ export function JobView(props: IJobViewProps): JSX.Element {
           }}
           resubmitJob={props.resubmitJob}
         />
+      )}
+      {operatorVerdictLine(job) && (
+        <div className="jp-hyperpod-OperatorVerdict" role="status">
+          <div className="jp-hyperpod-OperatorVerdict-line">
+            {operatorVerdictLine(job)}
+          </div>
+          {job.operator_verdict?.message && (
+            <div className="jp-hyperpod-OperatorVerdict-detail">
+              {job.operator_verdict.message}
+            </div>
+          )}
+        </div>
       )}
       <ViewBoundary view="Diagnosis">
         <JobDiagnosis

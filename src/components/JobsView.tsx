@@ -10,7 +10,7 @@ import * as React from 'react';
 import { formatAge, jobDuration } from '../format';
 import { HyperpodModel } from '../model';
 import { IJob, isFinished, JobState } from '../models';
-import { isStalled, watchdogLine } from '../watchdog';
+import { isStalled, operatorVerdictLine, watchdogLine } from '../watchdog';
 import {
   ErrorMessage,
   IconButton,
@@ -115,6 +115,14 @@ function JobRow(
             title={job.watchdog?.stalled_detail ?? undefined}
           >
             {watchdogLine(job)}
+          </span>
+        )}
+        {operatorVerdictLine(job) && (
+          <span
+            className="jp-hyperpod-JobRow-line jp-hyperpod-JobRow-sub jp-hyperpod-JobRow-operator"
+            title={job.operator_verdict?.message ?? undefined}
+          >
+            {operatorVerdictLine(job)}
           </span>
         )}
         {job.state === 'PENDING' && job.state_reason && (

@@ -2426,6 +2426,11 @@ export interface components {
        */
       watchdog: components['schemas']['JobWatchdog'] | null;
       /**
+       * @description The cluster operator's own last hang/slow verdict (HyperPod's training operator), decided by the backend; null when it has none
+       * @default null
+       */
+      operator_verdict: components['schemas']['OperatorVerdict'] | null;
+      /**
        * Mlflow Run Url
        * @default null
        */
@@ -2979,6 +2984,56 @@ export interface components {
     NodeList: {
       /** Nodes */
       nodes: components['schemas']['Node'][];
+    };
+    /**
+     * OperatorVerdict
+     * @description The cluster's own watchdog's last verdict on a job, beside ours: HyperPod's training
+     *     operator acting on the job's `logMonitoringConfiguration` (its agent found a rule HANGING or
+     *     SLOW, or a line it faults on). Decided by the backend from the job object's status.
+     */
+    OperatorVerdict: {
+      /**
+       * State
+       * @enum {string}
+       */
+      state: 'HANGING' | 'SLOW' | 'FAULTED';
+      /**
+       * Rule
+       * @description The logMonitoringConfiguration rule that fired
+       */
+      rule: string;
+      /**
+       * Reason
+       * @description The operator's fault reason, e.g. LogHang_<rule>
+       */
+      reason: string;
+      /**
+       * Message
+       * @description The operator's words (the last matched line)
+       * @default null
+       */
+      message: string | null;
+      /**
+       * At
+       * @description When the operator reported it (Unix time)
+       * @default null
+       */
+      at: number | null;
+      /**
+       * Action
+       * @description What the operator did: restarted the job (restart N), or failed it
+       */
+      action: string;
+      /**
+       * Ranks
+       * @description The ranks it found faulty
+       */
+      ranks: number[];
+      /**
+       * Nodes
+       * @description Their nodes (instance ids)
+       */
+      nodes: string[];
     };
     /**
      * QueueJob

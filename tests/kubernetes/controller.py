@@ -51,6 +51,7 @@ from kubernetes import client, watch
 
 from .emulator import LogStore, now_iso
 from .kubelet import Kubelet, PodRun
+from .log_agent import PodLogMonitor
 
 KINDS = [
     ("kubeflow.org", "v1", "pytorchjobs"),
@@ -735,6 +736,9 @@ class HyperPodJob(JobRunner):
         self.replicas = int(replica.get("replicas") or 1)
         self.template = replica["template"]
         self.max_retries = int((spec.get("runPolicy") or {}).get("jobMaxRetryCount") or 0)
+        self.rules = (spec.get("runPolicy") or {}).get("logMonitoringConfiguration") or []
+        self.monitors: dict[str, PodLogMonitor] = {}
+        self.fault: tuple[str, float] | None = None  # the fault reason being remediated, since
         self.status["restartCount"] = 0
         self.set_condition(
             "Created", "True", "Created", f"HyperPodPyTorchJob {self.name} is created."
@@ -773,6 +777,8 @@ class HyperPodJob(JobRunner):
                     *(container.get("env") or []),
                     {"name": "HYPERPOD_DOUBLE_START", "value": json.dumps(start)},
                 ]
+            if self.rules:  # the agent gets the rules in its start request (log_agent.py)
+                self.monitors[self.pod_name(index)] = PodLogMonitor(self.rules)
             pods.append(
                 {
                     "apiVersion": "v1",
@@ -787,12 +793,30 @@ class HyperPodJob(JobRunner):
             )
         self.create_pods(pods)
 
+    def log_faults(self, pods: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+        """The agents' log-monitoring faults, by pod: each running pod's new log lines fed to
+        its rules (log_agent.py)."""
+        faults = {}
+        for name, monitor in self.monitors.items():
+            if (pods.get(name) or {}).get("phase") != "Running":
+                continue
+            got = self.ctl.logs.read(self.namespace, name, monitor.offset)
+            monitor.feed(got[0] if got else b"")
+            if (fault := monitor.fault()) is not None:
+                faults[name] = fault
+        return faults
+
     def sync_status(self) -> None:
         pods = {name: run.snapshot() for name, run in self.pods.items()}
         phases = [pod["phase"] for pod in pods.values()]
         if "startTime" not in self.status and any(p != "Pending" for p in phases):
             self.status["startTime"] = now_iso()
         faulty = [name for name, pod in pods.items() if pod["phase"] == "Failed"]
+        log_faults = {} if faulty else self.log_faults(pods)
+        if log_faults:
+            faulty = sorted(log_faults)
+            reason, message = log_faults[faulty[0]]
+            self.fault = (reason, time.time())
         if faulty:
             # FaultyPodInstanceList of the CRD (AWS's unified config): a job-level restart (JLR).
             self.status["latestFaultyPodInstanceList"] = {
@@ -803,34 +827,54 @@ class HyperPodJob(JobRunner):
             }
             if self.status["restartCount"] < self.max_retries:
                 self.status["restartCount"] += 1
-                self.set_condition(
-                    "Restarting",
-                    "True",
-                    "Restarting",
-                    f"HyperPodPyTorchJob {self.name} is restarting: {', '.join(faulty)} failed.",
-                )
+                if log_faults:  # the agent's reason and words on the condition (see above)
+                    self.set_condition("Restarting", "True", reason, message)
+                else:
+                    self.set_condition(
+                        "Restarting",
+                        "True",
+                        "Restarting",
+                        f"HyperPodPyTorchJob {self.name} is restarting: {', '.join(faulty)} "
+                        "failed.",
+                    )
                 self.write_status()
                 for name in list(self.pods):
                     self.delete_pod(name)
                 self.start_pods()
                 return
             self.status.setdefault("completionTime", now_iso())
-            self.set_condition(
-                "Failed",
-                "True",
-                "Failed",
-                f"HyperPodPyTorchJob {self.name} failed: {', '.join(faulty)} failed after "
-                f"{self.status['restartCount']} restart(s).",
-            )
+            if log_faults:  # its retries spent: the agents stop their workers
+                self.set_condition("Failed", "True", reason, message)
+                for name in list(self.pods):
+                    self.delete_pod(name)
+            else:
+                self.set_condition(
+                    "Failed",
+                    "True",
+                    "Failed",
+                    f"HyperPodPyTorchJob {self.name} failed: {', '.join(faulty)} failed after "
+                    f"{self.status['restartCount']} restart(s).",
+                )
         elif phases and all(p == "Succeeded" for p in phases):
             self.status.setdefault("completionTime", now_iso())
             self.set_condition(
                 "Completed", "True", "Completed", f"HyperPodPyTorchJob {self.name} completed."
             )
         elif any(p == "Running" for p in phases):
-            self.set_condition(
-                "Running", "True", "Running", f"HyperPodPyTorchJob {self.name} is running."
-            )
+            if self.fault is not None:  # AWS's guide: "The fault of reason NodeFault was ..."
+                reason, since = self.fault
+                self.fault = None
+                self.set_condition(
+                    "Running",
+                    "True",
+                    "Running",
+                    f"The fault of reason {reason} was remediated in "
+                    f"{int((time.time() - since) * 1000)} milliseconds.",
+                )
+            else:
+                self.set_condition(
+                    "Running", "True", "Running", f"HyperPodPyTorchJob {self.name} is running."
+                )
         self.write_status()
 
     @staticmethod

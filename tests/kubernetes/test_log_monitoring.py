@@ -11,7 +11,11 @@ import pytest
 import yaml
 
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
-from jupyter_hyperpod.backends.kubernetes.log_monitoring import HANG_PATTERN, SLOW_PATTERN
+from jupyter_hyperpod.backends.kubernetes.log_monitoring import (
+    HANG_PATTERN,
+    SLOW_PATTERN,
+    anywhere,
+)
 from jupyter_hyperpod.core.errors import InvalidRequest
 
 from . import official
@@ -46,7 +50,7 @@ def test_the_hang_and_slow_rules(offline: KubernetesOrchestrator, fs_root: Path)
     assert rules == [
         {
             "name": "hyperpod-watchdog-hang",
-            "logPattern": HANG_PATTERN,
+            "logPattern": anywhere(HANG_PATTERN),
             "expectedStartCutOffInSeconds": 900,
             "expectedRecurringFrequencyInSeconds": 120,
         },
@@ -63,8 +67,9 @@ def test_the_hang_and_slow_rules(offline: KubernetesOrchestrator, fs_root: Path)
     line = Progress(total=100, initial=0, enabled=False).update(
         7, loss=1.0, lr=1e-4, tokens_per_second=812.0
     )
-    assert re.search(HANG_PATTERN, line)
-    slow = re.search(SLOW_PATTERN, line)
+    # The agent matches from the line's start (re.match), behind a rank's prefix too.
+    assert re.match(rules[0]["logPattern"], f"[default0]:{line}")
+    slow = re.match(SLOW_PATTERN, f"[default0]:{line}")
     assert slow and slow.group(1) == "812" and re.compile(SLOW_PATTERN).groups == 1
 
 
@@ -77,7 +82,7 @@ def test_admin_defaults_and_the_job_own_pattern(
     assert settings.watchdog_start_cutoff_seconds == 0  # no cut-off unless asked
     assert "expectedStartCutOffInSeconds" not in rule
     (own,) = rules_of(offline, fs_root, watchdog={"step_pattern": r"iter=(?P<step>\d+)"})
-    assert own["logPattern"] == r"iter=(?P<step>\d+)"
+    assert own["logPattern"] == r".*(?:iter=(?P<step>\d+))"
 
 
 def test_no_rules_for_a_pytorchjob_or_when_off(

@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
+from jupyter_hyperpod.core.models import Job
+from jupyter_hyperpod.render import job_detail
+
 from ..helpers import Api
 from ..watchdog.test_local import watch_until
 from .conftest import IMAGE
@@ -56,6 +59,9 @@ async def test_a_hang_in_pods_and_their_stacks_through_exec(api: Api, partition:
             "workdir": "project",
             "nodes": 2,
             "watchdog": {"hang_factor": 3, "hang_floor_seconds": 3},
+            # Kubeflow's operator has no log monitoring: HyperPod's would act on the hang by
+            # itself (test_hyperpod_acts_on_the_hang_and_the_panel_shows_its_verdict).
+            "kind": "PyTorchJob",
         }
     )
     stalled = await watch_until(
@@ -74,3 +80,38 @@ async def test_a_hang_in_pods_and_their_stacks_through_exec(api: Api, partition:
     assert sleeper and sleeper[0]["differs"]
     assert any(f["name"] == "all_reduce" for f in by_rank[0]["threads"][0]["frames"])
     assert all((r["node"] or "").startswith("hyperpod-i-") for r in by_rank.values())
+
+
+async def test_hyperpod_acts_on_the_hang_and_the_panel_shows_its_verdict(
+    api: Api, partition: Path
+) -> None:
+    """The HyperPodPyTorchJob carries our hang rule (logMonitoringConfiguration); the operator
+    double's agents find it HANGING, the operator restarts the job once (retries 1), then fails
+    it on the second hang. Its verdict, decided by the Kubernetes backend, is on the job (REST,
+    the Python client's model, the CLI's words) beside our watchdog's."""
+    (partition / "project").mkdir()
+    shutil.copy(PROGRAM, partition / "project" / "gloo_ranks.py")
+    job = await api.submit(
+        {
+            "name": "hp-hang",
+            "command": ["gloo_ranks.py", "hang", "1000", "0.2"],
+            "workdir": "project",
+            "nodes": 2,
+            "max_retries": 1,
+            "kind": "HyperPodPyTorchJob",
+            "watchdog": {"hang_factor": 3, "hang_floor_seconds": 2},
+        }
+    )
+    restarting = await watch_until(api, job["id"], lambda j: j["operator_verdict"], timeout=180)
+    verdict = restarting["operator_verdict"]
+    assert verdict["state"] == "HANGING" and verdict["rule"] == "hyperpod-watchdog-hang"
+    assert verdict["reason"] == "LogHang_hyperpod-watchdog-hang"
+    assert verdict["action"].startswith("restart") and "restart 1" in verdict["action"]
+    assert "step 4/1000" in (verdict["message"] or ""), verdict  # the last matched line
+    assert verdict["nodes"] and set(verdict["ranks"]) <= {0, 1}
+    failed = await watch_until(api, job["id"], lambda j: j["state"] == "FAILED", timeout=180)
+    final = failed["operator_verdict"]
+    assert final["action"] == "failed the job" and final["state"] == "HANGING"
+    # The same verdict in the CLI's and the magics' words (render.job_detail).
+    shown = job_detail(Job.model_validate(failed))
+    assert "HyperPod: HANGING (rule hyperpod-watchdog-hang)" in shown and "failed the job" in shown

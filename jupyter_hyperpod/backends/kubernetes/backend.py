@@ -23,6 +23,7 @@ from ...core.models import (
     Job,
     JobState,
     Node,
+    OperatorVerdict,
     RankStack,
     WatchCacheStatus,
     WatchedResource,
@@ -60,6 +61,7 @@ from .manifest import (
     to_yaml,
 )
 from .nodes import EFA_RESOURCE, GPU_RESOURCES, allocated_by_node, node_from_k8s
+from .operator_verdict import operator_verdict
 from .state import KubernetesState
 from .user_manifest import UserManifestPolicy, prepare_manifest
 
@@ -670,6 +672,7 @@ class KubernetesOrchestrator(Orchestrator):
                     continue
                 pods = pods_by_job.get((namespace, job.backend_id or ""), [])
                 update = job_update(obj, pods, faults=_state(job).faults)
+                _with_operator_verdict(update, obj, _state(job).operator_verdict)
                 updates[job.id] = update
                 if update.state is JobState.PENDING and queued(obj):
                     waiting.setdefault(namespace, []).append((job.id, obj))
@@ -957,3 +960,18 @@ def _allocated(pods: list[PodRecord]) -> dict[str, dict[str, float]]:
 
 def _state(job: StoredJob) -> KubernetesState:
     return KubernetesState.load(job.data)
+
+
+def _with_operator_verdict(
+    update: JobUpdate, obj: dict[str, Any], previous: OperatorVerdict | None
+) -> None:
+    """HyperPod's own verdict (operator_verdict.py), kept with the job when it changed."""
+    verdict = operator_verdict(obj.get("status") or {}, previous)
+    if verdict is None or verdict == previous:
+        return
+    if update.data is None:
+        update.data = KubernetesState(operator_verdict=verdict)
+    else:
+        update.data = KubernetesState.model_validate(
+            {**update.data.changes(), "operator_verdict": verdict.model_dump(mode="json")}
+        )

@@ -7,8 +7,11 @@ AWS's model (`hyperpod_pytorch_job_unified_config.LogMonitoringConfiguration`): 
 numeric metric value"); `expectedStartCutOffInSeconds` (time to the first match) and
 `expectedRecurringFrequencyInSeconds` (time between two matches) make it HANGING; `metricThreshold`
 with an `operator` (gt, lt, eq, gteq, lteq) over `metricEvaluationDataPoints` consecutive matches
-makes it SLOW. The operator is written in Go: its patterns are RE2, which has no look-around and
-no back-references.
+makes it SLOW. The HyperPod elastic agent in each pod evaluates the rules with Python's
+`re.match`, anchored at the line's start (hyperpod-elastic-agent 1.1.3 `logagent/log_agent.py`;
+AWS's examples all begin with `.*`): each pattern is sent as `.*(?:pattern)`, so that it matches
+anywhere in the line (a rank's prefix, a timestamp) and keeps its first capturing group. Patterns
+are kept to RE2's syntax (no look-around, no back-references), which the operator (in Go) reads.
 """
 
 from __future__ import annotations
@@ -21,10 +24,15 @@ from ...core.watchdog import WatchdogConfig
 
 HANG_PATTERN = r"step [0-9]+ ?/ ?[0-9]+|\| *[0-9]+/[0-9]+ *\["
 """Our training loop's and plain `step N/M` lines, and tqdm's bars (the Trainer's too)."""
-SLOW_PATTERN = r"\| ([0-9]+) tok/s"
+SLOW_PATTERN = r".*\| ([0-9]+) tok/s"
 """Our loop's tokens/s (`| 987 tok/s |`). It writes 1,000 and more with a comma, which this does
 not match: a rule `lt` a threshold only ever needs the smaller values."""
 _NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P=")
+
+
+def anywhere(pattern: str) -> str:
+    """`pattern` for the agent's `re.match`: found anywhere in the line."""
+    return f".*(?:{pattern})"
 
 
 def log_monitoring_rules(config: WatchdogConfig, *, slow_below: int | None) -> list[dict[str, Any]]:
@@ -36,7 +44,7 @@ def log_monitoring_rules(config: WatchdogConfig, *, slow_below: int | None) -> l
             "look-ahead, look-behind or back-references",
             field="watchdog.step_pattern",
         )
-    hang: dict[str, Any] = {"name": "hyperpod-watchdog-hang", "logPattern": pattern}
+    hang: dict[str, Any] = {"name": "hyperpod-watchdog-hang", "logPattern": anywhere(pattern)}
     if config.start_cutoff_seconds > 0:
         hang["expectedStartCutOffInSeconds"] = int(config.start_cutoff_seconds)
     hang["expectedRecurringFrequencyInSeconds"] = int(config.hang_floor_seconds)
