@@ -21,7 +21,16 @@ from .api import DiagnosticCheck
 from .byo import FileContext, PreparedFile
 from .errors import InvalidRequest
 from .identity import Identity, identity_of
-from .models import Capabilities, Job, JobSpec, JobState, Node, RankInfo, WatchCacheStatus
+from .models import (
+    Capabilities,
+    Job,
+    JobProgress,
+    JobSpec,
+    JobState,
+    Node,
+    RankInfo,
+    WatchCacheStatus,
+)
 from .queue import Adoption, QueueJob, QueueSnapshot
 from .state import BackendState, register_state
 
@@ -190,6 +199,12 @@ class Orchestrator(LoggingConfigurable):
     """What this backend keeps with each job (`StoredJob.data`): its own pydantic model."""
     gpus_on_this_machine: ClassVar[bool] = False
     """Its jobs run on this server's machine, so this machine's GPUs are the cluster's."""
+
+    @classmethod
+    def reported_progress(cls, job: Job, data: dict[str, Any]) -> JobProgress | None:
+        """The progress the cluster itself reports for the job (Kubeflow Trainer's
+        trainerStatus), read before its log; None: the cluster reports none."""
+        return None
 
     @classmethod
     def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:

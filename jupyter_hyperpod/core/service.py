@@ -910,8 +910,8 @@ class HyperPodService:
 
     def _refresh_progress(self) -> None:
         """In the tracker's thread, after a status refresh: the progress of every running job
-        whose last reading is older than PROGRESS_MAX_AGE, parsed from the last lines of rank
-        0's log (or read from its MLflow run)."""
+        whose last reading is older than PROGRESS_MAX_AGE: what the cluster reports, else parsed
+        from the last lines of rank 0's log (or read from its MLflow run)."""
         rows, _ = self.store.query(
             orchestrator=self.orchestrator.kind,
             cluster=self.cluster_name,
@@ -928,6 +928,9 @@ class HyperPodService:
                 cache[job.id] = (time.monotonic(), self._read_progress(job, data))
 
     def _read_progress(self, job: Job, data: dict[str, Any]) -> Any:
+        reported = self.orchestrator.reported_progress(job, data)
+        if reported is not None:  # the cluster's own figure (a TrainJob's trainer) wins
+            return reported
         parser = self.adapters.progress
         try:
             reader = self.orchestrator.log_reader(_stored(job, data), 0)

@@ -39,9 +39,26 @@ RESOURCES = [
     "v1/services",
     "kubeflow.org/v1/pytorchjobs",
     "sagemaker.amazonaws.com/v1/hyperpodpytorchjobs",
+    # Kueue's CRDs (kueue config/components/crd/bases): what a cluster with Kueue installed serves.
     "kueue.x-k8s.io/v1beta1/localqueues",
+    "kueue.x-k8s.io/v1beta1/clusterqueues",
+    "kueue.x-k8s.io/v1beta1/resourceflavors",
+    "kueue.x-k8s.io/v1beta1/workloads",
     "kueue.x-k8s.io/v1beta1/workloadpriorityclasses",
 ]
+# Kubeflow Trainer v2 (github.com/kubeflow/trainer, manifests/base/crds/trainer.kubeflow.org_trainjobs
+# .yaml): a cluster with Trainer installed serves it; EmulatorThread(served=[*RESOURCES, TRAINJOBS]).
+TRAINJOBS = "trainer.kubeflow.org/v1alpha1/trainjobs"
+CLUSTER_SCOPED = {
+    "nodes",
+    "namespaces",
+    "workloadpriorityclasses",
+    "clusterqueues",
+    "resourceflavors",
+}
+# The verbs a CRD's resource lists in discovery (apiextensions-apiserver: customresource_handler
+# serves get, list, watch, create, update, patch, delete, deletecollection).
+CRD_VERBS = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
 KINDS = {
     "pods": "Pod",
     "nodes": "Node",
@@ -49,10 +66,15 @@ KINDS = {
     "namespaces": "Namespace",
     "services": "Service",
     "localqueues": "LocalQueue",
+    "clusterqueues": "ClusterQueue",
+    "resourceflavors": "ResourceFlavor",
+    "workloads": "Workload",
     "workloadpriorityclasses": "WorkloadPriorityClass",
     "pytorchjobs": "PyTorchJob",
     "hyperpodpytorchjobs": "HyperPodPyTorchJob",
+    "trainjobs": "TrainJob",
 }
+_GROUP_VERSION = re.compile(r"^/apis/([^/]+)/([^/]+)/?$")
 
 
 def now_iso() -> str:
@@ -222,6 +244,9 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         refusal = self._refuse(request)
         if refusal is not None:
             return refusal
+        discovery = _GROUP_VERSION.match(request.url.path)
+        if discovery and request.method == enums.method.GET:
+            return self._discover(*discovery.groups())
         if request.subresource == "log" and request.method == enums.method.GET:
             return await self._serve_log(request)
         if request.subresource == "exec":
@@ -242,6 +267,36 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         if request.action == enums.action.CREATE and response.status == 200:
             response.set_status(201)
         return response
+
+    def _discover(self, group: str, version: str) -> aiohttp.web.Response:
+        """`GET /apis/{group}/{version}`: the APIResourceList of what this group version serves,
+        as the API server answers it (Kubernetes docs, "The Kubernetes API" > Discovery API;
+        apimachinery pkg/apis/meta/v1 types.go APIResource: name, singularName, namespaced,
+        kind, verbs); 404 for a group version the cluster does not serve (no CRD installed).
+        kmock's own answer gives kind and namespaced wrong (`Trainjobs`, null), which the real
+        client's V1APIResource refuses."""
+        prefix = f"{group}/{version}/"
+        plurals = [r[len(prefix) :] for r in self.served if r.startswith(prefix)]
+        if not plurals:
+            return self._status(404, "NotFound", "the server could not find the requested resource")
+        resources = [
+            {
+                "name": plural,
+                "singularName": KINDS.get(plural, plural).lower(),
+                "namespaced": plural not in CLUSTER_SCOPED,
+                "kind": KINDS.get(plural, plural.capitalize()),
+                "verbs": CRD_VERBS,
+            }
+            for plural in plurals
+        ]
+        return aiohttp.web.json_response(
+            {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": f"{group}/{version}",
+                "resources": resources,
+            }
+        )
 
     def _status(self, code: int, reason: str, message: str) -> aiohttp.web.Response:
         body = {

@@ -127,10 +127,24 @@ def test_auto_resume_only_in_its_namespaces(service: HyperPodService) -> None:
     assert error.value.message.startswith("line 5: ")
 
 
-def test_trainjob_and_status_refused_by_field(service: HyperPodService) -> None:
+def test_trainjob_where_not_served_and_status_refused_by_field(service: HyperPodService) -> None:
+    """This cluster (the session's API server double) serves no trainer.kubeflow.org: asked
+    through API discovery, a TrainJob is a 400 that says so (test_trainjob.py: one that does)."""
     text: dict[str, Any] = yaml.safe_load(RETRIES.replace("NAMESPACE", "kubeflow"))
-    with pytest.raises(InvalidRequest, match="TrainJob") as error:
-        service.apply(yaml.safe_dump({**text, "kind": "TrainJob"}), dry_run=True)
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}},
+    }
+    with pytest.raises(
+        InvalidRequest, match=r"does not serve trainer\.kubeflow\.org/v1alpha1"
+    ) as error:
+        service.apply(yaml.safe_dump(trainjob), dry_run=True)
+    assert error.value.field == "apiVersion"
+    assert error.value.status == 400
+    with pytest.raises(InvalidRequest, match="not a training job") as error:
+        service.apply(yaml.safe_dump({**text, "kind": "Pod"}), dry_run=True)
     assert error.value.field == "kind"
     with pytest.raises(InvalidRequest, match="written by the operator"):
         service.apply(yaml.safe_dump({**text, "status": {}}), dry_run=True)

@@ -21,6 +21,7 @@ from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, N
 from ...core.models import (
     Capabilities,
     Job,
+    JobProgress,
     JobState,
     Node,
     OperatorVerdict,
@@ -63,7 +64,8 @@ from .manifest import (
 from .nodes import EFA_RESOURCE, GPU_RESOURCES, allocated_by_node, node_from_k8s
 from .operator_verdict import operator_verdict
 from .state import KubernetesState
-from .user_manifest import UserManifestPolicy, prepare_manifest
+from .trainjob import TRAINER, USER_KINDS, prepare_user_manifest
+from .user_manifest import UserManifestPolicy
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,15 @@ DRAIN_TIMEOUT_S = 15.0
 class KubernetesOrchestrator(Orchestrator):
     kind: ClassVar[Any] = "kubernetes"
     State = KubernetesState
+
+    @classmethod
+    def reported_progress(cls, job: Job, data: dict[str, Any]) -> JobProgress | None:
+        """A TrainJob's trainerStatus, as the last refresh kept it (queue.py, trainjob.py)."""
+        stored = KubernetesState.load(data).trainer_progress
+        if not stored:
+            return None
+        elapsed = time.time() - job.started if job.started else None
+        return JobProgress.model_validate({**stored, "elapsed_seconds": elapsed})
 
     @classmethod
     def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
@@ -496,13 +507,14 @@ class KubernetesOrchestrator(Orchestrator):
             host_paths=list(self.user_host_paths),
             service_accounts=accounts,
             run_as_owner=owner,
+            serves_trainjob=lambda: self._kinds.serves(TRAINER),
         )
 
     def prepare_file(self, context: FileContext) -> PreparedFile:
-        return prepare_manifest(context, self.user_policy(context))
+        return prepare_user_manifest(context, self.user_policy(context))
 
     def submit_file(self, prepared: PreparedFile, context: FileContext) -> JobUpdate:
-        group, version, plural, kind = JOB_KINDS[str(prepared.kind)]
+        group, version, plural, kind = USER_KINDS[str(prepared.kind)]
         manifest = prepared.payload
         name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
         events = []
@@ -584,7 +596,10 @@ class KubernetesOrchestrator(Orchestrator):
             time.sleep(0.2)
 
     def _kind_of(self, job: StoredJob) -> tuple[str, str, str, str]:
-        return job_kind(_state(job).kind or job.spec.kind, self.default_kind)
+        kind = _state(job).kind or job.spec.kind
+        if kind in USER_KINDS:  # ours, or a user's own TrainJob (apply)
+            return USER_KINDS[kind]
+        return job_kind(kind, self.default_kind)
 
     def _namespace_of(self, job: StoredJob) -> str:
         return str(_state(job).namespace or job.spec.namespace or self.namespace)

@@ -42,7 +42,13 @@ def job_name_of_pod(pod: dict[str, Any]) -> str | None:
 def rank_of_pod(pod: dict[str, Any]) -> int | None:
     metadata = pod.get("metadata") or {}
     labels = metadata.get("labels") or {}
-    for key in (KUBEFLOW_INDEX_LABEL, "replica-index", "sagemaker.amazonaws.com/replica-index"):
+    for key in (
+        KUBEFLOW_INDEX_LABEL,
+        "replica-index",
+        "sagemaker.amazonaws.com/replica-index",
+        # An Indexed Job's pod (a TrainJob's JobSet: one per node, trainjob.py).
+        "batch.kubernetes.io/job-completion-index",
+    ):
         if str(labels.get(key, "")).isdigit():
             return int(labels[key])
     match = _TRAILING_INT.search(metadata.get("name", ""))

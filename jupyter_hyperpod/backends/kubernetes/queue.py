@@ -43,6 +43,14 @@ from .manifest import (
     label_value,
 )
 from .state import KubernetesState
+from .trainjob import (
+    JOBSET_LABEL,
+    REPLICATED_JOB_LABEL,
+    TRAINER,
+    TRAINER_REPLICATED_JOB,
+    USER_KINDS,
+    trainer_progress,
+)
 
 # The labels manifest.py puts on our jobs (kept here too: adopted jobs carry them by hand).
 USER_LABEL = "hyperpod.jupyter.org/user"
@@ -321,6 +329,8 @@ def adopt(backend: KubernetesOrchestrator, queue_id: str) -> Adoption:
 
 
 def _pod_selector(kind: str, name: str) -> str:
+    if kind == TRAINER[3]:  # the trainer's pods of the JobSet the TrainJob made (trainjob.py)
+        return f"{JOBSET_LABEL}={name},{REPLICATED_JOB_LABEL}={TRAINER_REPLICATED_JOB}"
     return f"{HPJOB_LABEL}={name}" if kind == HYPERPOD[3] else f"{KUBEFLOW_JOB_LABEL}={name}"
 
 
@@ -341,14 +351,14 @@ def _pods(backend: KubernetesOrchestrator, job: StoredJob) -> list[dict[str, Any
 
 def _operator_job(pod: dict[str, Any]) -> str | None:
     labels = (pod.get("metadata") or {}).get("labels") or {}
-    return labels.get(KUBEFLOW_JOB_LABEL) or labels.get(HPJOB_LABEL)
+    return labels.get(KUBEFLOW_JOB_LABEL) or labels.get(HPJOB_LABEL) or labels.get(JOBSET_LABEL)
 
 
 def refresh_adopted(backend: KubernetesOrchestrator, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
     """Status of adopted jobs: their object and the pods their operator labelled."""
     updates: dict[str, JobUpdate] = {}
     for job in jobs:
-        kind = JOB_KINDS[str(job.data.get("kind") or KUBEFLOW[3])]
+        kind = USER_KINDS[str(job.data.get("kind") or KUBEFLOW[3])]
         try:
             obj = _read(backend, str(job.data["namespace"]), kind, job.backend_id or "")
         except NotFound:
@@ -358,10 +368,24 @@ def refresh_adopted(backend: KubernetesOrchestrator, jobs: list[StoredJob]) -> d
                 ended=time.time(),
             )
             continue
-        updates[job.id] = job_update(
-            obj, _pods(backend, job), faults=KubernetesState.load(job.data).faults
-        )
+        state = KubernetesState.load(job.data)
+        update = job_update(obj, _pods(backend, job), faults=state.faults)
+        if kind == TRAINER:
+            _with_trainer_progress(update, obj, state, job.started)
+        updates[job.id] = update
     return updates
+
+
+def _with_trainer_progress(
+    update: JobUpdate, obj: dict[str, Any], state: KubernetesState, started: float | None
+) -> None:
+    """A TrainJob's trainerStatus (trainjob.py), kept with the job when it changed."""
+    found = trainer_progress(obj, started)
+    progress = found.model_dump(mode="json", exclude={"elapsed_seconds"}) if found else None
+    if progress == state.trainer_progress:
+        return
+    changes = update.data.changes() if update.data is not None else {}
+    update.data = KubernetesState.model_validate({**changes, "trainer_progress": progress})
 
 
 def adopted_log_reader(backend: KubernetesOrchestrator, job: StoredJob, rank: int) -> LogReader:

@@ -15,7 +15,7 @@ class KubernetesState(StrictState):
 
     namespace: str | None = None
     kind: str | None = None
-    """PyTorchJob or HyperPodPyTorchJob."""
+    """PyTorchJob, HyperPodPyTorchJob, or a user's TrainJob."""
     group: str | None = None
     version: str | None = None
     plural: str | None = None
@@ -27,3 +27,6 @@ class KubernetesState(StrictState):
     """The job's directory on this machine (its spool of pod logs)."""
     faults: list[dict[str, Any]] = []
     """HyperPod's faults seen so far, one entry per restart (jobs.py record_faults)."""
+    trainer_progress: dict[str, Any] | None = None
+    """A TrainJob's progress as its trainer last reported it (status.trainerStatus, a
+    JobProgress: trainjob.py)."""

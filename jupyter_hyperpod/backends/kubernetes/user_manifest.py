@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,8 @@ class UserManifestPolicy:
     service_accounts: list[str] = field(default_factory=list)
     run_as_owner: dict[str, int] | None = None
     """runAsUser/runAsGroup forced on every pod (the partition owner's), when the admin says."""
+    serves_trainjob: Callable[[], bool | None] = lambda: False
+    """Whether the cluster serves Kubeflow Trainer's TrainJob (API discovery; None: unknown)."""
 
 
 def _forbid(rule: str, path: str, lines: dict[str, int], message: str) -> Forbidden:
@@ -67,19 +69,13 @@ def _invalid(path: str, lines: dict[str, int], message: str) -> InvalidRequest:
 # -- the object and its pod templates ---------------------------------------------------------
 def _kind(obj: dict[str, Any], lines: dict[str, int]) -> tuple[str, str, str, str]:
     kind, api = obj.get("kind"), obj.get("apiVersion")
-    if kind == "TrainJob":
-        raise _invalid(
-            "kind",
-            lines,
-            "a Kubeflow Trainer v2 TrainJob is not run from a file here yet: this server "
-            "submits PyTorchJob and HyperPodPyTorchJob",
-        )
     if kind not in JOB_KINDS:
         raise _invalid(
             "kind",
             lines,
-            f"'{kind}' is not a training job: apply a PyTorchJob ({KUBEFLOW[0]}/{KUBEFLOW[1]}) "
-            f"or a HyperPodPyTorchJob ({HYPERPOD[0]}/{HYPERPOD[1]})",
+            f"'{kind}' is not a training job: apply a PyTorchJob ({KUBEFLOW[0]}/{KUBEFLOW[1]}), "
+            f"a HyperPodPyTorchJob ({HYPERPOD[0]}/{HYPERPOD[1]}) or, where the cluster serves "
+            "it, a TrainJob (trainer.kubeflow.org/v1alpha1)",
         )
     group, version, plural, title = JOB_KINDS[str(kind)]
     if api != f"{group}/{version}":
@@ -736,9 +732,14 @@ def to_yaml(obj: dict[str, Any]) -> str:
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
 
 
-def prepare_manifest(ctx: FileContext, policy: UserManifestPolicy) -> PreparedFile:
-    """The user's manifest as it will be sent: checked, policed, marked; problems with fixes."""
-    obj, lines = load_one(ctx.text)
+def prepare_manifest(
+    ctx: FileContext,
+    policy: UserManifestPolicy,
+    loaded: tuple[dict[str, Any], dict[str, int]] | None = None,
+) -> PreparedFile:
+    """The user's manifest as it will be sent: checked, policed, marked; problems with fixes.
+    `loaded`: the file already parsed (`load_one`), by a caller that looked at its kind."""
+    obj, lines = loaded or load_one(ctx.text)
     original = to_yaml(obj)
     kind = _kind(obj, lines)[3]
     warnings = _check_job_fields(obj, lines)
