@@ -125,11 +125,7 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         """Local backend, no metrics endpoint: sample this machine's GPUs from the start (in
         a thread: the first probe runs nvidia-smi), so that every job has a GPU history."""
         service = self.service
-        if (
-            service is not None
-            and service.orchestrator.kind == "local"
-            and not self.gpu_metrics_url
-        ):
+        if service is not None and service.orchestrator.jobs_run_here and not self.gpu_metrics_url:
             gpu = service.gpu
             if isinstance(gpu, GpuMetrics):  # this package's reader (what Wiring gives)
                 threading.Thread(target=gpu.local, name="hyperpod-gpu-probe", daemon=True).start()

@@ -13,7 +13,7 @@ from .helpers import Api
 
 
 def test_local_jobs_use_the_servers_interpreter() -> None:
-    result = check_job_python(SimpleNamespace(cluster_python="python3"), "local")
+    result = check_job_python(SimpleNamespace(cluster_python="python3"), "server")
     assert result.status == "pass" and sys.executable in result.detail
 
 
@@ -21,18 +21,18 @@ def test_a_cluster_python_without_the_training_module_is_a_warning(tmp_path: Pat
     bare = tmp_path / "python-without-torch"
     bare.write_text("#!/bin/sh\necho torch transformers peft\nexit 3\n")
     bare.chmod(0o755)
-    result = check_job_python(SimpleNamespace(cluster_python=str(bare)), "slurm")
+    result = check_job_python(SimpleNamespace(cluster_python=str(bare)), "cluster_python")
     assert result.status == "warn"
     assert "torch transformers peft" in result.detail and "pip install" in result.fix
 
 
 def test_a_missing_cluster_python_fails_with_the_setting_to_change() -> None:
-    result = check_job_python(SimpleNamespace(cluster_python="/nowhere/python9"), "slurm")
+    result = check_job_python(SimpleNamespace(cluster_python="/nowhere/python9"), "cluster_python")
     assert result.status == "fail" and "cluster_python" in result.fix
 
 
 def test_kubernetes_says_how_to_check_the_image() -> None:
-    result = check_job_python(SimpleNamespace(cluster_python="python3"), "kubernetes")
+    result = check_job_python(SimpleNamespace(cluster_python="python3"), "image")
     assert result.status == "skip" and "kubectl run" in result.fix
 
 

@@ -272,3 +272,45 @@ def test_the_default_composition_root_is_named_right() -> None:
     assert module in modules() and not inside(module, "jupyter_hyperpod.core")
     adapters = default_adapters()
     assert type(adapters).__name__ == name and adapters.progress.tail_lines > 0
+
+
+BACKEND_KINDS = ("local", "slurm", "kubernetes")
+
+
+def kind_branches(source: str) -> list[int]:
+    """Lines that compare something with a backend's kind (`x.kind == "slurm"`, `kind != "local"`,
+    `kind in ("slurm", ...)`): what only the backend should know, asked by name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        names = [node.left, *node.comparators]
+        literals = {
+            n.value
+            for n in ast.walk(node)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        }
+        named_kind = any(
+            (isinstance(n, ast.Name) and n.id == "kind")
+            or (isinstance(n, ast.Attribute) and n.attr == "kind")
+            for n in names
+        )
+        if named_kind and literals & set(BACKEND_KINDS):
+            found.append(node.lineno)
+    return found
+
+
+def test_only_the_backends_branch_on_a_backends_kind() -> None:
+    """#26: what a backend knows (its GPU placement, where its jobs run, its Python, AWS) is asked
+    of it, never decided elsewhere from its name (third-party backends have other names)."""
+    allowed = ("jupyter_hyperpod.backends", "jupyter_hyperpod.core.registry")
+    found = [
+        f"{name}:{line}"
+        for name, path in modules().items()
+        if not inside(name, allowed)
+        for line in kind_branches(path.read_text())
+    ]
+    assert found == []
+    assert kind_branches('if orchestrator.kind == "slurm": pass') == [1]
+    assert kind_branches('ok = kind in ("local", "kubernetes")') == [1]
+    assert kind_branches('if action.kind == "mkdir": pass') == []

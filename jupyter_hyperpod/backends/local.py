@@ -95,7 +95,8 @@ def _state(job: StoredJob) -> LocalState:
 class LocalOrchestrator(Orchestrator):
     kind = "local"
     State = LocalState
-    gpus_on_this_machine = True
+    jobs_run_here = True
+    job_python = "server"
 
     @classmethod
     def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:

@@ -34,6 +34,8 @@ from .models import (
 from .queue import Adoption, QueueJob, QueueSnapshot
 from .state import BackendState, register_state
 
+JobPython = Literal["server", "cluster_python", "image"]
+
 
 @dataclass
 class Launch:
@@ -197,8 +199,15 @@ class Orchestrator(LoggingConfigurable):
     age of the youngest job up to this; `core/tracker.py`)."""
     State: ClassVar[type[BackendState]] = BackendState
     """What this backend keeps with each job (`StoredJob.data`): its own pydantic model."""
-    gpus_on_this_machine: ClassVar[bool] = False
-    """Its jobs run on this server's machine, so this machine's GPUs are the cluster's."""
+    jobs_run_here: ClassVar[bool] = False
+    """Its jobs run on this server's machine: this machine's GPUs, files and Python are the
+    cluster's (no shared mount needed, no AWS)."""
+    needs_aws: ClassVar[bool] = False
+    """Its API is reached with AWS credentials (EKS tokens): `diagnose` fails without them."""
+    job_python: ClassVar[JobPython] = "cluster_python"
+    """Where the templates' jobs find their interpreter: this server's own (`server`),
+    `HyperPodSettings.cluster_python` on nodes that share this login node's software
+    (`cluster_python`), or the job's image (`image`: only a pod can check it)."""
 
     @classmethod
     def reported_progress(cls, job: Job, data: dict[str, Any]) -> JobProgress | None:
@@ -209,7 +218,7 @@ class Orchestrator(LoggingConfigurable):
     @classmethod
     def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
         """Where the job's GPUs are (for its GPU figures): by default, its ranks' nodes."""
-        return GpuPlacement(nodes=ranks_nodes(job), this_machine=cls.gpus_on_this_machine)
+        return GpuPlacement(nodes=ranks_nodes(job), this_machine=cls.jobs_run_here)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

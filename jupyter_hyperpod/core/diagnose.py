@@ -14,13 +14,30 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .api import CheckStatus, DiagnosticCheck
 from .environment import detect, paths_of
 from .errors import HyperPodError
 from .identity import identity_of
 from .labcompat import check_jupyterlab
+
+if TYPE_CHECKING:
+    from .backend import JobPython
+
+
+class BackendTraits(Protocol):
+    """What the checks ask of the backend in use (`Orchestrator`'s class attributes)."""
+
+    @property
+    def jobs_run_here(self) -> bool: ...
+
+    @property
+    def needs_aws(self) -> bool: ...
+
+    @property
+    def job_python(self) -> JobPython: ...
+
 
 Check = DiagnosticCheck
 COMMAND_TIMEOUT = 10.0
@@ -73,10 +90,10 @@ def _mount_of(path: Path) -> tuple[str, str]:
     return best
 
 
-def check_shared_fs(root: Path, kind: str) -> Check:
+def check_shared_fs(root: Path, *, jobs_run_here: bool) -> Check:
     fix_root = "set c.HyperPodSettings.shared_fs_root (or $HYPERPOD_FS_ROOT) to where the shared file system is mounted"
     if not root.exists():
-        if kind == "local":
+        if jobs_run_here:
             return check(
                 "shared file system",
                 "warn",
@@ -101,7 +118,7 @@ def check_shared_fs(root: Path, kind: str) -> Check:
             f"give this user write access to {root} (chown/chmod) or {fix_root}",
         )
     detail = f"{root} on {mount} ({fstype or 'unknown type'}), writable"
-    if kind != "local" and mount == "/" and fstype not in ("lustre", "nfs", "nfs4"):
+    if not jobs_run_here and mount == "/" and fstype not in ("lustre", "nfs", "nfs4"):
         return check(
             "shared file system",
             "warn",
@@ -159,8 +176,7 @@ def check_job_store(settings: Any) -> Check:
 # -- AWS and MLflow ----------------------------------------------------------------------------------
 
 
-def aws_checks(kind: str, settings: Any) -> list[Check]:
-    needed = kind == "kubernetes"
+def aws_checks(settings: Any, *, needed: bool) -> list[Check]:
     miss: CheckStatus = "fail" if needed else "warn"
     try:
         import boto3
@@ -298,7 +314,7 @@ _TRAINING_PROBE = (
 )
 
 
-def check_job_python(settings: Any, kind: str) -> Check:
+def check_job_python(settings: Any, where: JobPython) -> Check:
     """The interpreter the templates' jobs run with exists and has the training module.
 
     Local jobs use the server's own interpreter; Slurm jobs `cluster_python`, checked on this login
@@ -309,7 +325,7 @@ def check_job_python(settings: Any, kind: str) -> Check:
     import sys
 
     name = "job interpreter"
-    if kind == "kubernetes":
+    if where == "image":
         python = settings.cluster_python
         return check(
             name,
@@ -318,8 +334,9 @@ def check_job_python(settings: Any, kind: str) -> Check:
             f"kubectl run hyperpod-check --rm -it --restart=Never --image=<image> -- {python} "
             "-c 'import jupyter_hyperpod.training'",
         )
-    python = sys.executable if kind == "local" else settings.cluster_python
-    setting = "the server's interpreter" if kind == "local" else "c.HyperPodSettings.cluster_python"
+    here = where == "server"
+    python = sys.executable if here else settings.cluster_python
+    setting = "the server's interpreter" if here else "c.HyperPodSettings.cluster_python"
     found = shutil.which(python)
     if not found:
         return check(
@@ -386,6 +403,7 @@ def login_node_checks(
     settings: Any,
     *,
     kind: str,
+    traits: BackendTraits,
     fs_root: Path,
     partition: Path,
     mlflow_uri: str,
@@ -400,18 +418,23 @@ def login_node_checks(
     checks = guard("environment", lambda: check_environment(settings))
     checks.extend(guard("identity", lambda: check_identity(settings)))
     checks.append(check("orchestrator", "pass", f"{kind} ({how})"))
-    checks.extend(guard("shared file system", lambda: check_shared_fs(fs_root, kind)))
+    checks.extend(
+        guard(
+            "shared file system",
+            lambda: check_shared_fs(fs_root, jobs_run_here=traits.jobs_run_here),
+        )
+    )
     checks.extend(
         guard("partition", lambda: check_partition(partition, settings.partition, settings.user))
     )
     checks.extend(guard("job history", lambda: check_job_store(settings)))
     checks.extend(guard(kind, backend))
-    checks.extend(guard("job interpreter", lambda: check_job_python(settings, kind)))
+    checks.extend(guard("job interpreter", lambda: check_job_python(settings, traits.job_python)))
     checks.extend(guard("JupyterLab", check_jupyterlab))
-    if kind == "local":
-        checks.append(check("AWS", "skip", "not needed for the local cluster"))
+    if traits.jobs_run_here:
+        checks.append(check("AWS", "skip", f"not needed for the {kind} cluster"))
     else:
-        checks.extend(guard("AWS", lambda: aws_checks(kind, settings)))
+        checks.extend(guard("AWS", lambda: aws_checks(settings, needed=traits.needs_aws)))
     checks.extend(guard("MLflow", lambda: check_mlflow(mlflow_uri)))
     for name, probe in extra:
         checks.extend(guard(name, probe))

@@ -379,7 +379,7 @@ class HyperPodService:
             # Local jobs run on this machine: with the server's own interpreter (where this
             # package and its extras are installed), not whatever `python3` is first on PATH.
             python=sys.executable
-            if self.orchestrator.kind == "local"
+            if self.orchestrator.job_python == "server"
             else self.settings.cluster_python,
         )
 
@@ -1092,6 +1092,7 @@ class HyperPodService:
         checks = login_node_checks(
             self.settings,
             kind=kind,
+            traits=self.orchestrator,
             fs_root=self.fs_root,
             partition=self.partition.root,
             mlflow_uri=self.mlflow_uri_for_server(),
@@ -1109,7 +1110,7 @@ class HyperPodService:
     def _gpu_check(self) -> DiagnosticCheck:
         """The GPU metrics endpoint answers PromQL and has DCGM series (or the local GPUs read)."""
         status, detail, fix = self.adapters.check_gpu(
-            self.settings, this_machine=self.orchestrator.gpus_on_this_machine
+            self.settings, this_machine=self.orchestrator.jobs_run_here
         )
         return DiagnosticCheck.model_validate(
             {"name": "GPU metrics", "status": status, "detail": detail, "fix": fix}
@@ -1156,7 +1157,7 @@ class HyperPodService:
 
     def gpu_nodes(self) -> GpuNodes:
         """Each node's GPUs now; no source: none, with the reason."""
-        return self.gpu.nodes(this_machine=self.orchestrator.gpus_on_this_machine)
+        return self.gpu.nodes(this_machine=self.orchestrator.jobs_run_here)
 
     def job_gpu(self, job_id: str, *, step: float | None = None) -> JobGpu:
         """The job's GPU utilisation and memory over its run."""

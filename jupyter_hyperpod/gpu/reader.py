@@ -77,7 +77,7 @@ class GpuMetrics:
     # -- now, per node -------------------------------------------------------------------------
     def nodes(self, *, this_machine: bool) -> GpuNodes:
         """Every node's GPUs now; without an endpoint, this machine's when they are the
-        cluster's (`Orchestrator.gpus_on_this_machine`)."""
+        cluster's (`Orchestrator.jobs_run_here`)."""
         if self.prometheus is not None:
             return self._nodes.get()  # one answer for every poller (gpu/snapshot.py)
         now = time.time()

@@ -82,6 +82,8 @@ DRAIN_TIMEOUT_S = 15.0
 class KubernetesOrchestrator(Orchestrator):
     kind: ClassVar[Any] = "kubernetes"
     State = KubernetesState
+    needs_aws = True
+    job_python = "image"
 
     @classmethod
     def reported_progress(cls, job: Job, data: dict[str, Any]) -> JobProgress | None:
