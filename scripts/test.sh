@@ -3,8 +3,14 @@
 # and AWS doubles over real HTTP, real CPU training), frontend unit tests, browser UI tests.
 #   scripts/test.sh            everything
 #   scripts/test.sh -k slurm   extra arguments go to pytest (the other suites still run)
+#   scripts/test.sh --fresh    also the fresh-machine check: scripts/demo.sh as a new user, a first
+#                              install from the registries (8+ minutes; not on every run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--fresh" ]; then
+  shift
+  export HYPERPOD_FRESH_MACHINE=1
+fi
 bash scripts/setup.sh
 source scripts/venv.sh
 hyperpod_venv all   # installed by setup.sh: this only puts the virtual environment first on PATH

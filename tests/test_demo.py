@@ -108,10 +108,15 @@ def _network_settings() -> dict[str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.fresh_machine
 @pytest.mark.timeout(1800)  # a whole first install: pip downloads every package, yarn builds
 def test_the_demo_command_runs_without_root_or_apt() -> None:
     """`scripts/demo.sh` as an ordinary user in their own checkout: no apt, no sudo, its own venv
-    made with the system's Python, the demo served."""
+    made with the system's Python, the demo served. A whole first install from the package
+    registries (8 minutes on 2 cores, longer on a slow network): run by `scripts/test.sh --fresh`
+    (HYPERPOD_FRESH_MACHINE=1), not on every run."""
+    if os.environ.get("HYPERPOD_FRESH_MACHINE") != "1":
+        pytest.skip("a fresh machine's first install: scripts/test.sh --fresh runs it")
     system_python = Path("/usr/bin/python3")
     if os.geteuid() != 0 or not system_python.exists():
         pytest.skip("needs root (to make an unprivileged user) and /usr/bin/python3")
