@@ -311,10 +311,26 @@ class JobRunner(threading.Thread):
         get them from their watches, moments after the operator's creates)."""
         for pod in pods:
             pod["metadata"]["ownerReferences"] = self.owner()
-            self.ctl.core.create_namespaced_pod(self.namespace, pod)
+            self.create_again_on_conflict(self.ctl.core.create_namespaced_pod, pod)
         for pod in pods:
             name = pod["metadata"]["name"]
             self.pods[name] = self.ctl.kubelet.run(self.namespace, pod, self.ctl.nodes)
+
+    def create_again_on_conflict(self, create: Any, body: dict[str, Any]) -> None:
+        """Create a pod or Service. Its name may still be held by the one of a deleted job of
+        the same name (deleted with propagationPolicy Background: the garbage collector removes
+        dependents after their owner, kube-controller-manager garbagecollector.go); the operator
+        then gets a 409 and its reconcile is requeued (controller-runtime requeues a Reconcile
+        that returned an error, with backoff), so it is tried again until the name is free."""
+        deadline = time.monotonic() + 60.0
+        while True:
+            try:
+                create(self.namespace, body)
+                return
+            except client.ApiException as exc:
+                if exc.status != 409 or self.stopping or time.monotonic() > deadline:
+                    raise
+            self.deleted.wait(0.2)
 
     def delete_pod(self, name: str) -> None:
         run = self.pods.pop(name, None)
@@ -325,8 +341,8 @@ class JobRunner(threading.Thread):
 
     def create_service(self, name: str, labels: dict[str, str], ports: dict[str, int]) -> None:
         """A headless Service per pod (common/service.go CreateNewService)."""
-        self.ctl.core.create_namespaced_service(
-            self.namespace,
+        self.create_again_on_conflict(
+            self.ctl.core.create_namespaced_service,
             {
                 "apiVersion": "v1",
                 "kind": "Service",
