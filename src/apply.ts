@@ -8,37 +8,9 @@ import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { requestAPI } from './handler';
-import { IJob } from './models';
+import { IAppliedFile, IJob } from './models';
 
-/** One change between the user's file and what is sent (FileChange). */
-export interface IFileChange {
-  path: string;
-  action: 'added' | 'changed' | 'removed';
-  value: string;
-  reason: string;
-}
-
-/** What would not run as the file says, with the fix offered (FileProblem). */
-export interface IFileProblem {
-  path: string;
-  message: string;
-  fix: string;
-}
-
-/** The answer of `POST jobs/apply` (AppliedFile). */
-export interface IAppliedFile {
-  format: 'manifest' | 'sbatch';
-  language: 'yaml' | 'shell';
-  filename: string;
-  text: string;
-  diff: string;
-  changes: IFileChange[];
-  problems: IFileProblem[];
-  fix_diff: string;
-  warnings: string[];
-  dry_run: boolean;
-  job: IJob | null;
-}
+export type { IAppliedFile, IFileChange, IFileProblem } from './models';
 
 /** Files that are submitted as they are (a manifest or an sbatch script). */
 export function isJobFile(name: string): boolean {

@@ -9,6 +9,7 @@ import {
   MainAreaWidget,
   Notification,
   showDialog,
+  showErrorMessage,
   WidgetTracker
 } from '@jupyterlab/apputils';
 import { PathExt } from '@jupyterlab/coreutils';
@@ -31,7 +32,7 @@ import { stallNotice } from './watchdog';
 import { isSubmittable, joinPath, toPartitionPath } from './format';
 import { clusterIcon } from './icons';
 import { asApiError, HyperpodModel } from './model';
-import { IJob, isFinished } from './models';
+import { IClusterInfo, IJob, isFinished } from './models';
 import { DEFAULT_SETTINGS, fromRegistry, VIEWS, ViewName } from './settings';
 
 const PLUGIN_ID = 'jupyter-hyperpod:plugin';
@@ -92,6 +93,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
         shell.activateById(existing.id);
         return;
       }
+      const reused =
+        model.settings.jobTabs === 'one' ? tracker.currentWidget : null;
+      if (reused && !reused.isDisposed) {
+        reused.content.showJob(job, tab);
+        reused.title.label = `Job: ${job.name}`;
+        reused.title.caption = `${job.name} (${job.id})`;
+        void tracker.save(reused);
+        shell.activateById(reused.id);
+        return;
+      }
       const content = new JobWidget({
         model,
         job,
@@ -101,6 +112,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         onJob: next => {
           model.upsertJob(next);
           widget.title.label = `Job: ${next.name}`;
+          widget.title.caption = `${next.name} (${next.id})`;
         }
       });
       const widget = new MainAreaWidget({ content });
@@ -477,16 +489,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
         if (!path) {
           return;
         }
-        if (!model.cluster) {
-          await model.refresh().catch(() => undefined);
+        let cluster: IClusterInfo;
+        try {
+          cluster = await model.ensureCluster();
+        } catch (error) {
+          await showErrorMessage(
+            `Cannot submit ${PathExt.basename(path)}`,
+            asApiError(error).message
+          );
+          return;
         }
         const partitionPath = toPartitionPath(
           path,
-          model.cluster?.filesystem.contents_path ?? null
+          cluster.filesystem.contents_path ?? null
         );
         if (partitionPath === null) {
-          const partition =
-            model.cluster?.filesystem.partition ?? 'your partition';
+          const partition = cluster.filesystem.partition;
           await showDialog({
             title: 'Not in your cluster partition',
             body:

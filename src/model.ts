@@ -131,6 +131,19 @@ export class HyperpodModel implements IDisposable {
     return this._cluster;
   }
 
+  /**
+   * The cluster's description, fetched now when it was never read: the polls stand by while
+   * the panel is closed, and a command of JupyterLab's file browser needs it at once.
+   */
+  async ensureCluster(): Promise<IClusterInfo> {
+    if (!this._cluster) {
+      this._cluster = await this.client.cluster();
+      this._clusterError = null;
+      this._changed.emit();
+    }
+    return this._cluster;
+  }
+
   get clusterError(): ApiError | null {
     return this._clusterError;
   }

@@ -46,6 +46,10 @@ export type IRankClock = Schemas['RankClock'];
 export type IStraggler = Schemas['Straggler'];
 export type IJobWatchdog = Schemas['JobWatchdog'];
 export type IOperatorVerdict = Schemas['OperatorVerdict'];
+/** The answer of `POST jobs/apply`: what is (or would be) sent, every change marked. */
+export type IAppliedFile = Schemas['AppliedFile'];
+export type IFileChange = Schemas['FileChange'];
+export type IFileProblem = Schemas['FileProblem'];
 export type IStackFrame = Schemas['StackFrame'];
 export type IThreadStack = Schemas['ThreadStack'];
 export type IRankStack = Schemas['RankStack'];

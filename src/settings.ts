@@ -25,7 +25,11 @@ export interface IPanelSettings {
   filesPageSize: number;
   /** A notification when a job the user submitted ends, fails or is cancelled. */
   notifyJobEnd: boolean;
+  /** 'one': every job opens in the same main-area tab; 'per-job': a tab per job. */
+  jobTabs: JobTabs;
 }
+
+export type JobTabs = 'one' | 'per-job';
 
 export const DEFAULT_SETTINGS: IPanelSettings = {
   refreshInterval: 10,
@@ -33,7 +37,8 @@ export const DEFAULT_SETTINGS: IPanelSettings = {
   defaultTemplate: '',
   defaultView: 'cluster',
   filesPageSize: 200,
-  notifyJobEnd: true
+  notifyJobEnd: true,
+  jobTabs: 'one'
 };
 
 function clamp(value: unknown, min: number, max: number, fallback: number) {
@@ -72,7 +77,8 @@ export function readSettings(
       5000,
       DEFAULT_SETTINGS.filesPageSize
     ),
-    notifyJobEnd: composite.notifyJobEnd !== false
+    notifyJobEnd: composite.notifyJobEnd !== false,
+    jobTabs: composite.jobTabs === 'per-job' ? 'per-job' : 'one'
   };
 }
 

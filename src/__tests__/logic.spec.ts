@@ -129,7 +129,8 @@ describe('settings', () => {
         logTailLines: 'many',
         defaultView: 'bogus',
         defaultTemplate: 'qlora',
-        filesPageSize: 100
+        filesPageSize: 100,
+        jobTabs: 'several'
       })
     ).toEqual({
       refreshInterval: 2,
@@ -137,8 +138,10 @@ describe('settings', () => {
       defaultView: 'cluster',
       defaultTemplate: 'qlora',
       filesPageSize: 100,
-      notifyJobEnd: true
+      notifyJobEnd: true,
+      jobTabs: 'one'
     });
     expect(readSettings({ notifyJobEnd: false }).notifyJobEnd).toBe(false);
+    expect(readSettings({ jobTabs: 'per-job' }).jobTabs).toBe('per-job');
   });
 });

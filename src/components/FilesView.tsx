@@ -166,6 +166,7 @@ export function FilesView(props: IFilesViewProps): JSX.Element {
               key={column.key}
               role="columnheader"
               className={`jp-hyperpod-FileCol-${column.key}`}
+              title={`Sort by ${column.title.toLowerCase()}`}
               aria-sort={
                 sort === column.key
                   ? 'ascending'

@@ -13,7 +13,16 @@ export class JobWidget extends ReactWidget {
     this.addClass('jp-hyperpod-JobWidget');
   }
 
-  readonly jobId: string;
+  /** The job shown (another one after `showJob`). */
+  jobId: string;
+
+  /** Show another job in this widget (the "one job tab" setting). */
+  showJob(job: IJob, tab: JobTab): void {
+    this.jobId = job.id;
+    this._props = { ...this._props, job, initialTab: tab };
+    this._serial += 1;
+    this.update();
+  }
 
   /** Switch to a tab (used when the widget is already open). */
   showTab(tab: JobTab): void {

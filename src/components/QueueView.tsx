@@ -283,6 +283,7 @@ export function QueueView(props: IQueueViewProps): JSX.Element {
           Mine
         </label>
         <select
+          className="jp-mod-styled"
           aria-label="State"
           value={state}
           onChange={event => {
@@ -297,6 +298,7 @@ export function QueueView(props: IQueueViewProps): JSX.Element {
           ))}
         </select>
         <select
+          className="jp-mod-styled"
           aria-label="Queue"
           value={queue}
           onChange={event => {

@@ -154,6 +154,30 @@ test('files: open in JupyterLab, submit from its file browser', async ({ page })
   await expect(page.locator('.jp-hyperpod-Preview-text')).toContainText('train.py');
 });
 
+test('files: a sbatch script of your own goes to the server as it is', async ({ page }) => {
+  // "Submit as HyperPod Job" on a job file (manifest or sbatch script) previews what the server's
+  // apply would send; the local cluster runs none, and says so (a 400 with what to do instead).
+  const path = 'fs/shared/project/finetune.sbatch';
+  await page.contents.uploadContent(
+    '#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\nsrun python train.py\n',
+    'text',
+    path
+  );
+  try {
+    await page.sidebar.openTab('filebrowser');
+    await page.filebrowser.openDirectory('/fs/shared/project');
+    await page.locator('.jp-DirListing-item[title*="finetune.sbatch"]').click({ button: 'right' });
+    await page.locator('.lm-Menu-item', { hasText: 'Submit as HyperPod Job' }).click();
+    const dialog = page.locator('.jp-Dialog');
+    await expect(dialog).toContainText('Cannot submit finetune.sbatch');
+    await expect(dialog).toContainText('the local cluster runs no manifest or sbatch script');
+    await dialog.locator('.jp-Dialog-button').last().click();
+    await expect(dialog).toHaveCount(0);
+  } finally {
+    await page.contents.deleteFile(path);
+  }
+});
+
 test('logs: a dropped connection resumes from the last offset, telling the user', async ({
   page
 }) => {
