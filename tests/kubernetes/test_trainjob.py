@@ -15,6 +15,7 @@ the trainer's `trainerStatus` (progressPercentage, estimatedRemainingSeconds, me
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -167,18 +168,23 @@ def test_a_running_trainjob_shows_its_trainers_progress(
             }
         },
     )
-    service.refresh(max_age=0)
-    running = service.job(job.id)
-    assert running.state is JobState.RUNNING, running
-    progress = running.progress
-    assert progress is not None and progress.source == "trainerStatus", running
-    assert (progress.step, progress.total, progress.eta_seconds, progress.loss) == (
-        40,
-        100,
-        90,
-        1.25,
-    )
-    assert service.cancel(job.id).state is JobState.CANCELLED
+    try:
+        # A refresh under way may have read the pods before the status: progress is kept for
+        # PROGRESS_MAX_AGE, then read again, so a later refresh brings the trainer's figure.
+        deadline = time.monotonic() + 30
+        while True:
+            service.refresh(max_age=0)
+            running = service.job(job.id)
+            progress = running.progress
+            if (progress and progress.source == "trainerStatus") or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert running.state is JobState.RUNNING, running
+        assert progress is not None and progress.source == "trainerStatus", running
+        figures = (progress.step, progress.total, progress.eta_seconds, progress.loss)
+        assert figures == (40, 100, 90, 1.25)
+    finally:
+        assert service.cancel(job.id).state is JobState.CANCELLED
     with pytest.raises(kubernetes.client.ApiException) as gone:  # cancel deleted the TrainJob
         read_trainjob(trainer_cluster, "kubeflow", "tj-running")
     assert gone.value.status == 404
