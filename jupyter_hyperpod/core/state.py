@@ -72,6 +72,11 @@ class BackendState(BaseModel):
         `State(pid=12)` sets pid only), as the store keeps them; an explicit None clears one."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def changed(self, **facts: Any) -> Self:
+        """This partial state with more facts set (a backend adding to its report): what
+        `changes` returns keeps the facts set before and these."""
+        return type(self).model_validate({**self.changes(), **facts})
+
     def merged(self, changes: BackendState | Mapping[str, Any] | None) -> Self:
         """This state with a backend's reported changes (a partial state, validated when the
         backend built it; or a mapping of fields), validated as a whole (a key of another

@@ -986,9 +986,4 @@ def _with_operator_verdict(
     verdict = operator_verdict(obj.get("status") or {}, previous)
     if verdict is None or verdict == previous:
         return
-    if update.data is None:
-        update.data = KubernetesState(operator_verdict=verdict)
-    else:
-        update.data = KubernetesState.model_validate(
-            {**update.data.changes(), "operator_verdict": verdict.model_dump(mode="json")}
-        )
+    update.data = (update.data or KubernetesState()).changed(operator_verdict=verdict)

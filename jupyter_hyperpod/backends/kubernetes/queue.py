@@ -384,8 +384,7 @@ def _with_trainer_progress(
     progress = found.model_dump(mode="json", exclude={"elapsed_seconds"}) if found else None
     if progress == state.trainer_progress:
         return
-    changes = update.data.changes() if update.data is not None else {}
-    update.data = KubernetesState.model_validate({**changes, "trainer_progress": progress})
+    update.data = (update.data or KubernetesState()).changed(trainer_progress=progress)
 
 
 def adopted_log_reader(backend: KubernetesOrchestrator, job: StoredJob, rank: int) -> LogReader:

@@ -39,9 +39,11 @@ from .user_manifest import (
     _ABSOLUTE,
     SHM,
     UserManifestPolicy,
+    _allowed_namespace,
     _forbid,
     _invalid,
     _paths,
+    _required_name,
     _set,
     prepare_manifest,
     to_yaml,
@@ -141,9 +143,7 @@ def prepare_trainjob(
         raise _invalid("spec", lines, "the job needs a spec with runtimeRef")
     _check_model(obj, lines)
     meta = obj.setdefault("metadata", {})
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise _invalid("metadata.name", lines, "the job needs a name")
+    name = _required_name(meta, lines)
     if len(name) > 63 or not _DNS1035.match(name):
         raise _invalid(
             "metadata.name",
@@ -151,15 +151,7 @@ def prepare_trainjob(
             f"'{name}' is not a DNS-1035 label (lower-case letters, digits and '-', starting "
             "with a letter, at most 63): the TrainJob's JobSet and Service are named after it",
         )
-    allowed = policy.allowed_namespaces or [policy.namespace]
-    namespace = meta.get("namespace") or policy.namespace
-    if namespace not in allowed:
-        raise _forbid(
-            "allowed namespaces",
-            "metadata.namespace",
-            lines,
-            f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})",
-        )
+    namespace = _allowed_namespace(meta, lines, policy)
     spec = obj["spec"]
     if spec.get("runtimePatches"):
         raise _forbid(

@@ -732,6 +732,30 @@ def to_yaml(obj: dict[str, Any]) -> str:
     return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
 
 
+def _required_name(meta: dict[str, Any], lines: dict[str, int]) -> str:
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise _invalid("metadata.name", lines, "the job needs a name")
+    return name
+
+
+def _allowed_namespace(
+    meta: dict[str, Any], lines: dict[str, int], policy: UserManifestPolicy
+) -> Any:
+    """The job's namespace (the policy's default when it names none), if the admin allows it
+    (only one of the allowed names passes: a value that is not a string never does)."""
+    allowed = policy.allowed_namespaces or [policy.namespace]
+    namespace = meta.get("namespace") or policy.namespace
+    if namespace not in allowed:
+        raise _forbid(
+            "allowed namespaces",
+            "metadata.namespace",
+            lines,
+            f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})",
+        )
+    return namespace
+
+
 def prepare_manifest(
     ctx: FileContext,
     policy: UserManifestPolicy,
@@ -746,24 +770,14 @@ def prepare_manifest(
     meta = obj.setdefault("metadata", {})
     if meta.get("generateName") and not meta.get("name"):
         raise _invalid("metadata.generateName", lines, "give the job a name (metadata.name)")
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise _invalid("metadata.name", lines, "the job needs a name")
+    name = _required_name(meta, lines)
     pods = sum(_count(replica) for _path, _n, replica in replicas_of(obj))
     worker_pods = max((_count(r) for _p, _n, r in replicas_of(obj)), default=1)
     try:
         validate_name(name, "metadata.name", kind, worker_pods)
     except HyperPodError as error:
         raise _invalid("metadata.name", lines, error.message) from None
-    allowed = policy.allowed_namespaces or [policy.namespace]
-    namespace = meta.get("namespace") or policy.namespace
-    if namespace not in allowed:
-        raise _forbid(
-            "allowed namespaces",
-            "metadata.namespace",
-            lines,
-            f"namespace '{namespace}' is not allowed (allowed: {', '.join(allowed)})",
-        )
+    namespace = _allowed_namespace(meta, lines, policy)
     annotations = meta.get("annotations") or {}
     if (
         kind == KUBEFLOW[3]
