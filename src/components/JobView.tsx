@@ -243,12 +243,12 @@ export function JobView(props: IJobViewProps): JSX.Element {
         />
       )}
       {operatorVerdictLine(job) && (
-        <div className="jp-hyperpod-OperatorVerdict" role="status">
-          <div className="jp-hyperpod-OperatorVerdict-line">
+        <div className="jp-hyperpod-Watchdog jp-mod-operator" role="status">
+          <div className="jp-hyperpod-Watchdog-line">
             {operatorVerdictLine(job)}
           </div>
           {job.operator_verdict?.message && (
-            <div className="jp-hyperpod-OperatorVerdict-detail">
+            <div className="jp-hyperpod-Watchdog-detail jp-mod-matched">
               {job.operator_verdict.message}
             </div>
           )}

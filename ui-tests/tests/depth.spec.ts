@@ -9,6 +9,7 @@ import { expect, test } from '@jupyterlab/galata';
 import {
   cancel,
   fitsInPanel,
+  LOADED,
   openJob,
   openPanel,
   PANEL,
@@ -46,15 +47,6 @@ test('the default sidebar width: nothing cut, Connect asks for what it needs', a
   expect(await name.evaluate(e => e.scrollWidth <= e.clientWidth)).toBe(true);
   await fitsInPanel(page, '.jp-hyperpod-FileRow[data-path="project/curves.py"]');
 });
-
-/** What each view shows once loaded, so that its layout is measured with content in it. */
-const LOADED: Record<string, string> = {
-  cluster: '.jp-hyperpod-NodeRow',
-  files: '.jp-hyperpod-FileRow',
-  jobs: '.jp-hyperpod-JobRow',
-  queue: '.jp-hyperpod-QueueView-summary',
-  submit: '#jp-hyperpod-template'
-};
 
 test('250 px: every tab whole and reachable, no view wider than the panel', async ({ page }) => {
   const name = `narrow-${Date.now() % 100000}`;

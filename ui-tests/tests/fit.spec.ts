@@ -5,18 +5,19 @@
  */
 import { expect, IJupyterLabPageFixture, test } from '@jupyterlab/galata';
 
-import { cancel, openJob, openPanel, PANEL, shot, showView, submit, VIEWS } from './helpers';
+import {
+  cancel,
+  LOADED,
+  openJob,
+  openPanel,
+  PANEL,
+  shot,
+  showView,
+  submit,
+  VIEWS
+} from './helpers';
 
 test.use({ autoGoto: true });
-
-/** What each view shows once loaded, so that its layout is measured with content in it. */
-const LOADED: Record<string, string> = {
-  cluster: '.jp-hyperpod-NodeRow',
-  files: '.jp-hyperpod-FileRow',
-  jobs: '.jp-hyperpod-JobRow',
-  queue: '.jp-hyperpod-QueueView-summary',
-  submit: '#jp-hyperpod-template'
-};
 
 /** What is wrong with the layout of the element `selector` (an empty list: nothing). */
 async function layoutProblems(page: IJupyterLabPageFixture, selector: string): Promise<string[]> {

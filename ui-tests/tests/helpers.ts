@@ -13,6 +13,15 @@ const PANEL_TAB =
 /** The panel's views, in the order of its tab row. */
 export const VIEWS = ['cluster', 'files', 'jobs', 'queue', 'submit'];
 
+/** What each view shows once loaded, so that its layout is measured with content in it. */
+export const LOADED: Record<string, string> = {
+  cluster: '.jp-hyperpod-NodeRow',
+  files: '.jp-hyperpod-FileRow',
+  jobs: '.jp-hyperpod-JobRow',
+  queue: '.jp-hyperpod-QueueView-summary',
+  submit: '#jp-hyperpod-template'
+};
+
 /** Open the sidebar panel (at JupyterLab's default sidebar width, what a new user sees). */
 export async function openPanel(page: IJupyterLabPageFixture): Promise<void> {
   const panel = page.locator(PANEL);
