@@ -3,13 +3,12 @@
  * user types, the body sent to the server and the mapping of the server's field errors.
  */
 
-import {
-  IJob,
-  IJobSpec,
-  ITemplateInfo,
-  ITemplateParam,
-  ITemplateSubmission
-} from './models';
+import { ITemplateInfo, ITemplateParam, ITemplateSubmission } from './models';
+import { validateName } from './names';
+
+// What the form's callers and tests know it by.
+export { validateName } from './names';
+export { nextName, prefillFromJob, shellQuote } from './resubmit';
 
 /** What an input holds: text for text-like inputs, a flag for checkboxes. */
 export type FieldValue = string | boolean;
@@ -29,8 +28,6 @@ export interface IFormState {
 
 /** The field of the job name, next to the template's parameters. */
 export const NAME_FIELD = 'name';
-
-const JOB_NAME = /^[a-z0-9]([-a-z0-9]{0,50}[a-z0-9])?$/;
 
 /** The order of the form's sections. */
 export const GROUP_ORDER = ['job', 'resources', 'training', 'advanced'];
@@ -131,61 +128,6 @@ export function groupParams(
       title: GROUP_TITLES[group] ?? group[0].toUpperCase() + group.slice(1),
       params: list
     }));
-}
-
-const SPOKEN: Record<string, string> = {
-  ' ': 'a space',
-  '\t': 'a tab',
-  '\n': 'a line break'
-};
-
-function listed(chars: string[]): string {
-  const words = chars.map(char => SPOKEN[char] ?? `'${char}'`);
-  return words.length === 1
-    ? words[0]
-    : `${words.slice(0, -1).join(', ')} and ${words[words.length - 1]}`;
-}
-
-/**
- * Why a job name is not valid, or null: the characters that are wrong, in the server's words
- * (jupyter_hyperpod/core/names.py), so the form says the same before and after a submit.
- */
-export function validateName(name: string): string | null {
-  if (!name) {
-    return 'A job needs a name.';
-  }
-  if (name.length > 52) {
-    return `At most 52 characters (${name.length} given).`;
-  }
-  const upper: string[] = [];
-  const bad: string[] = [];
-  for (const char of name) {
-    const seen = /[A-Z]/.test(char)
-      ? upper
-      : /[a-z0-9-]/.test(char)
-        ? null
-        : bad;
-    if (seen && !seen.includes(char)) {
-      seen.push(char);
-    }
-  }
-  const problems: string[] = [];
-  if (upper.length) {
-    problems.push(`${listed(upper)} must be lowercase`);
-  }
-  if (bad.length) {
-    problems.push(
-      `${listed(bad)} ${bad.length === 1 ? 'is' : 'are'} not allowed`
-    );
-  }
-  if (problems.length) {
-    const text = problems.join('; ');
-    return `${text[0].toUpperCase()}${text.slice(1)} (a job name takes lowercase letters, digits and '-').`;
-  }
-  if (!JOB_NAME.test(name)) {
-    return "Start and end with a letter or digit, not '-'.";
-  }
-  return null;
 }
 
 /** Why a value is not valid for a parameter, or null. Checked as the user types. */
@@ -347,90 +289,4 @@ export function suggestName(path: string, now = new Date()): string {
     pad(now.getMinutes()) +
     pad(now.getSeconds());
   return `${slug}-${stamp}`;
-}
-
-/** Quote an argument for display in a shell-like argument line. */
-export function shellQuote(arg: string): string {
-  if (/^[A-Za-z0-9_@%+=:,./-]+$/.test(arg)) {
-    return arg;
-  }
-  return "'" + arg.replace(/'/g, "'\"'\"'") + "'";
-}
-
-/**
- * What to prefill for "Resubmit": the template and its parameters when the job came from a
- * template, else the script template filled from the spec.
- */
-export function prefillFromJob(
-  job: IJob,
-  templates: ITemplateInfo[]
-): {
-  template: string;
-  params: Record<string, unknown>;
-  overrides?: Record<string, unknown>;
-} | null {
-  const spec: IJobSpec = job.spec;
-  if (spec.template && templates.some(t => t.name === spec.template)) {
-    const prefill: {
-      template: string;
-      params: Record<string, unknown>;
-      overrides?: Record<string, unknown>;
-    } = { template: spec.template, params: { ...(spec.params ?? {}) } };
-    if (spec.overrides && Object.keys(spec.overrides).length > 0) {
-      prefill.overrides = { ...spec.overrides };
-    }
-    return prefill;
-  }
-  if (!templates.some(t => t.name === 'script')) {
-    return null;
-  }
-  const [program, ...args] = spec.command ?? [];
-  // The script template takes a partition path and runs in the script's folder.
-  const inWorkdir =
-    spec.workdir && program && !program.startsWith('/') && program.includes('.')
-      ? `${spec.workdir.replace(/\/+$/, '')}/${program.replace(/^\.\//, '')}`
-      : program;
-  // What the script template has no field for is kept as it was.
-  const overrides: Record<string, unknown> = {};
-  for (const [key, fallback] of Object.entries(SPEC_DEFAULTS)) {
-    const value = (spec as unknown as Record<string, unknown>)[key];
-    if (value !== undefined && value !== null && value !== fallback) {
-      overrides[key] = value;
-    }
-  }
-  const params: Record<string, unknown> = {
-    script: inWorkdir ?? '',
-    args: args.map(shellQuote).join(' '),
-    nodes: spec.nodes,
-    procs_per_node: spec.procs_per_node,
-    gpus_per_node: spec.gpus_per_node,
-    env: spec.env ?? {},
-    time_limit_minutes: spec.time_limit_minutes ?? null,
-    queue: spec.queue ?? null,
-    image: spec.image ?? null
-  };
-  return Object.keys(overrides).length > 0
-    ? { template: 'script', params, overrides }
-    : { template: 'script', params };
-}
-
-/** JobSpec fields the script template has no field for, with the server's defaults. */
-const SPEC_DEFAULTS: Record<string, unknown> = {
-  launcher: 'auto',
-  kind: null,
-  namespace: null,
-  auto_resume: false,
-  max_retries: 0,
-  efa_per_node: 0,
-  healthy_nodes_only: false
-};
-
-/** A fresh name for a resubmitted job: "train-1" -> "train-2", "train" -> "train-2". */
-export function nextName(name: string): string {
-  const match = /^(.*?)-(\d+)$/.exec(name);
-  if (match && match[2].length < 4) {
-    return `${match[1]}-${Number(match[2]) + 1}`;
-  }
-  const base = name.slice(0, 49).replace(/-+$/, '');
-  return `${base}-2`;
 }

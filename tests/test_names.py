@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -28,3 +31,12 @@ def test_each_wrong_character_is_named_once() -> None:
     assert name_problem("-train") == "start and end with a letter or digit, not '-'"
     assert name_problem("a" * 53) == "at most 52 characters (53 given)"
     assert name_problem("") == "a job needs a name"
+
+
+CASES = json.loads((Path(__file__).parent / "name_cases.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[repr(case["name"])[:24] for case in CASES])
+def test_the_cases_the_panel_is_pinned_to(case: dict[str, str | None]) -> None:
+    """src/__tests__/names.spec.ts holds the panel's check to these same cases."""
+    assert name_problem(str(case["name"])) == case["problem"]

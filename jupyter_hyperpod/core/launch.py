@@ -10,26 +10,36 @@ from pathlib import Path
 from .errors import InvalidRequest
 from .models import JobSpec
 
+#: The interpreter a script's extension implies; anything else is executed as it is.
+INTERPRETED = {".py": "the job's Python", ".sh": "bash"}
+
 
 def program_argv(command: Sequence[str], python: str) -> list[str]:
-    """The argv to execute for one rank: a `.py` script runs under `python`."""
+    """The argv to execute for one rank: a `.py` script runs under `python`, a `.sh` script under
+    bash (executable or not, as `bash x.sh` would), anything else as it is."""
     argv = list(command)
     if argv[0].endswith(".py"):
         return [python, *argv]
+    if argv[0].endswith(".sh"):
+        return ["bash", *argv]
     return argv
 
 
 def check_program(path: Path, shown: str, field: str) -> None:
-    """A rank can start `path` as `program_argv` would: a file, and executable unless a `.py`
-    script (without this, the job is accepted and every rank fails "Permission denied")."""
+    """A rank can start `path` as `program_argv` would: a file, executable unless its extension
+    names an interpreter (without this, the job is accepted and every rank fails "Permission
+    denied"). The one place these messages are written: REST, the panel, the CLI and the magics
+    all submit through it."""
     if path.is_dir():
         raise InvalidRequest(
             f"'{shown}' is a directory: choose the script or program inside it", field=field
         )
-    if not path.name.endswith(".py") and not os.access(path, os.X_OK):
+    if not path.exists():
+        return  # must_exist says it, where the template asks for it
+    if not path.name.endswith(tuple(INTERPRETED)) and not os.access(path, os.X_OK):
         raise InvalidRequest(
             f"'{shown}' is not executable: make it so (chmod +x {shlex.quote(shown)}), "
-            "or run a .py script, which runs under Python",
+            "or name it .py to run it with the job's Python or .sh to run it with bash",
             field=field,
         )
 
@@ -63,6 +73,8 @@ def torchrun_argv(
     program = list(command)
     if not program[0].endswith(".py"):
         argv.append("--no-python")
+        if program[0].endswith(".sh"):
+            program = ["bash", *program]
     return argv + program
 
 

@@ -2,6 +2,8 @@
 
 The rule itself is `models.JOB_NAME_PATTERN` (RFC 1123 labels, at most 52 characters so that
 the Services and pods the operators derive from it stay within 63); this only explains a miss.
+These are the words: the panel's instant check (src/names.ts) says the same, and both are pinned
+to the same cases (tests/name_cases.json, read by tests/test_names.py and names.spec.ts).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import re
 
 MAX_NAME = 52
 _ALLOWED = re.compile(r"[a-z0-9-]")
-_SPOKEN = {" ": "a space", "\t": "a tab", "\n": "a line break", "_": "'_'", ".": "'.'"}
+_SPOKEN = {" ": "a space", "\t": "a tab", "\n": "a line break"}
 
 
 def _spoken(char: str) -> str:
@@ -30,7 +32,7 @@ def name_problem(name: str) -> str | None:
     upper: list[str] = []
     bad: list[str] = []
     for char in name:
-        if char.isupper() and char.lower().isascii():
+        if "A" <= char <= "Z":
             seen = upper
         elif not _ALLOWED.fullmatch(char):
             seen = bad

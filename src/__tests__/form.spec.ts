@@ -100,14 +100,14 @@ describe('validation as the user types', () => {
     expect(validateName('')).toMatch(/needs a name/);
     expect(validateName('Train')).toMatch(/^'T' must be lowercase/);
     expect(validateName('-train')).toBe(
-      "Start and end with a letter or digit, not '-'."
+      "start and end with a letter or digit, not '-'"
     );
     expect(validateName('a_b')).toMatch(/^'_' is not allowed/);
     expect(validateName('Bad Name!')).toBe(
-      "'B' and 'N' must be lowercase; a space and '!' are not allowed (a job name takes lowercase letters, digits and '-')."
+      "'B' and 'N' must be lowercase; a space and '!' are not allowed (a job name takes lowercase letters, digits and '-')"
     );
     expect(validateName('a'.repeat(53))).toBe(
-      'At most 52 characters (53 given).'
+      'at most 52 characters (53 given)'
     );
   });
 
@@ -132,7 +132,7 @@ describe('validation as the user types', () => {
     expect(
       validateForm(template, { template: 'qlora', name: 'Bad', values })
     ).toEqual({
-      name: "'B' must be lowercase (a job name takes lowercase letters, digits and '-').",
+      name: "'B' must be lowercase (a job name takes lowercase letters, digits and '-')",
       script: 'Script is required.',
       nodes: 'At least 1.'
     });

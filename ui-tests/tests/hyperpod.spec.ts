@@ -118,7 +118,7 @@ test('the whole journey on the local cluster', async ({ page }) => {
     // The browser checks what it can as the user types...
     await page.locator('#jp-hyperpod-param-name').fill('Bad Name');
     await expect(page.locator('[data-field="name"] .jp-hyperpod-Field-error')).toHaveText(
-      "'B' and 'N' must be lowercase; a space is not allowed (a job name takes lowercase letters, digits and '-')."
+      "'B' and 'N' must be lowercase; a space is not allowed (a job name takes lowercase letters, digits and '-')"
     );
     await page.locator('#jp-hyperpod-param-name').fill('too-many-nodes');
     // ...and the server's message about a field shows next to that field.
