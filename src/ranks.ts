@@ -46,7 +46,8 @@ export function rankOnChange(previous: IJob | null, next: IJob): number | null {
  * rank had not started (the view then asks the server again rather than guessing).
  */
 export function factsBehind(job: IJob, rank: number): boolean {
-  return job.ranks[rank]?.state === 'PENDING';
+  const state = job.ranks[rank]?.state;
+  return state === 'PENDING' || state === 'STARTING';
 }
 
 /** The search box's count: "3 of 12", "No match", or "" before a search. */

@@ -242,11 +242,12 @@ class LocalOrchestrator(Orchestrator):
         with self._lock:
             started = self._start_if_free(launch.job_id, job_dir, launch.spec.gpus_per_node)
         if isinstance(started, dict):
+            # The supervisor is up and starts the ranks: STARTING until it says each runs.
             return JobUpdate(
                 state=JobState.RUNNING,
                 backend_id=started["pgid"],
                 started=time.time(),
-                ranks=ranks,
+                ranks=[rank.model_copy(update={"state": "STARTING"}) for rank in ranks],
                 data=LocalState(**facts, **started),
             )
         return JobUpdate(
@@ -363,6 +364,7 @@ class LocalOrchestrator(Orchestrator):
                 backend_id=started["pgid"],
                 started=time.time(),
                 state_reason=None,
+                ranks=self._ranks(job, {"state": "STARTING"}),
                 data=LocalState(**started),
             )
         status = read_status(job_dir) or {}
@@ -414,11 +416,13 @@ class LocalOrchestrator(Orchestrator):
     def _ranks(self, job: StoredJob, status: dict[str, Any]) -> list[RankInfo]:
         job_dir = _state(job).path
         known = {info["rank"]: info for info in status.get("ranks", [])}
+        # A rank the supervisor has not started yet: STARTING while it is up, else never started.
+        unstarted = "STARTING" if status.get("state") in ("STARTING", "RUNNING") else "PENDING"
         return [
             RankInfo(
                 rank=rank,
                 node=socket.gethostname(),
-                state=known.get(rank, {}).get("state", "PENDING"),
+                state=known.get(rank, {}).get("state", unstarted),
                 exit_code=known.get(rank, {}).get("exit_code"),
                 log=str(job_dir / f"rank-{rank}.log"),
                 ended=known.get(rank, {}).get("ended"),

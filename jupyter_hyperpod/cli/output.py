@@ -66,6 +66,52 @@ class RankPrefixer:
         return rest
 
 
+class LineGate:
+    """A followed log and the notes about its job (a state change), each note on a line of its
+    own: one that comes while a log line is half written waits for that line's end (a note
+    between the halves of one line read as part of it, in a terminal and in a notebook)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.mid_line = False
+        self.waiting: list[str] = []
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        if self.waiting:
+            end = text.find("\n")
+            if end < 0:
+                self.console.write(text)
+                return
+            self.console.write(text[: end + 1])
+            self.mid_line = False
+            self._notes()
+            text = text[end + 1 :]
+            if not text:
+                return
+        self.console.write(text)
+        self.mid_line = not text.endswith("\n")
+
+    def note(self, text: str) -> None:
+        if self.mid_line:
+            self.waiting.append(text)
+        else:
+            self.console.note(text)
+
+    def close(self) -> None:
+        """The log stops here: end its half line, then say what waited."""
+        if self.mid_line:
+            self.console.write("\n")
+            self.mid_line = False
+        self._notes()
+
+    def _notes(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for text in waiting:
+            self.console.note(text)
+
+
 class TableResult:
     """A table for people; `.result` (and --json) is the data for scripts."""
 

@@ -36,7 +36,7 @@ from .exits import (
     CommandError,
     command_error,
 )
-from .output import Console, Outcome, RankPrefixer, TableResult
+from .output import Console, LineGate, Outcome, RankPrefixer, TableResult
 from .parser import Parser, build_parser
 from .queue_verb import do_queue
 from .session import open_api
@@ -85,12 +85,13 @@ def follow_logs(
     job = api.job(job_id)
     ranks = list(range(job.spec.world_size)) if rank == "all" else [int(rank)]
     prefixer = RankPrefixer(len(ranks) > 1)
+    gate = LineGate(console)
     offsets: dict[int, int] = {}
     for r in ranks:
         snapshot = api.logs(job_id, rank=r, tail=tail)
         offsets[r] = snapshot.offset
         if snapshot.text:
-            console.write(prefixer.feed(r, snapshot.text))
+            gate.write(prefixer.feed(r, snapshot.text))
     end: LogEvent | None = None
     shown_state = job.state  # the stream opens with the state it finds: only changes are news
     stream = api.follow(job_id, rank=rank, offsets=offsets)
@@ -101,16 +102,17 @@ def follow_logs(
                     continue
                 shown_state = event.state
                 reason = f": {event.reason}" if event.reason else ""
-                console.note(f"[job {job_id} {event.state.value}{reason}]")
+                gate.note(f"[job {job_id} {event.state.value}{reason}]")
             elif event.type == "data" and event.rank is not None:
-                console.write(prefixer.feed(event.rank, event.data))
+                gate.write(prefixer.feed(event.rank, event.data))
             elif event.type == "end":
                 end = event
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
             close()
-        console.write(prefixer.flush())
+        gate.write(prefixer.flush())
+        gate.close()
     if end is not None:
         code = f" (exit code {end.exit_code})" if end.exit_code is not None else ""
         console.note(f"[job {job_id} {end.state.value if end.state else 'ended'}{code}]")

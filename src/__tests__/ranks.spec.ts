@@ -60,6 +60,7 @@ describe('the rank picker tells what the server says of each rank', () => {
 
   it('asks the server again when a rank it called pending prints', () => {
     expect(factsBehind(job({ ranks: [rank(0, 'PENDING')] }), 0)).toBe(true);
+    expect(factsBehind(job({ ranks: [rank(0, 'STARTING')] }), 0)).toBe(true);
     expect(factsBehind(job({}), 0)).toBe(false);
     expect(factsBehind(job({ ranks: [] }), 0)).toBe(false);
   });

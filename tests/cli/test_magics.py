@@ -298,3 +298,41 @@ def test_connect_says_what_aws_needs(
         shell.run_line_magic("hyperpod", "connect")
     with pytest.raises(UsageError, match="no AWS credentials for sagemaker:ListClusters"):
         shell.run_line_magic("hyperpod", "connect --region us-east-1")
+
+
+HALF_LINES = (
+    "import sys, time\n"
+    "sys.stdout.write('loading'); sys.stdout.flush()\n"
+    "time.sleep(0.3)\n"
+    "print(' done', flush=True)\n"
+    "sys.stdout.write('no newline at the end'); sys.stdout.flush()\n"
+)
+
+
+def test_the_job_s_news_is_never_in_the_middle_of_a_log_line(
+    shell: Any, partition: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log that ends half a line: the job's end is said on a line of its own."""
+    (partition / "half.py").write_text(HALF_LINES)
+    job = shell.run_line_magic("hyperpod", "submit --follow half.py")
+    lines = capsys.readouterr().out.splitlines()
+    assert job.state == JobState.SUCCEEDED
+    assert "loading done" in lines
+    assert "no newline at the end" in lines
+    assert f"[job {job.id} SUCCEEDED (exit code 0)]" in lines
+
+
+def test_a_started_job_s_ranks_are_not_called_pending(shell: Any, steps_script: Path) -> None:
+    """The card at submit shows the server's per-rank facts: a RUNNING job's ranks are
+    STARTING (its supervisor is up) or RUNNING, never PENDING."""
+    job = shell.run_line_magic("hyperpod", "submit --procs-per-node 2 project/steps.py 40 0.05")
+    try:
+        assert job.state == JobState.RUNNING
+        states = [rank.state for rank in job.ranks]
+        assert len(states) == 2 and set(states) <= {"STARTING", "RUNNING"}, states
+        card = shell.display_formatter.format(job)[0]["text/plain"]
+        assert "PENDING" not in card and "ranks: 0:" in card
+        running = wait_state(shell, job.id, {"RUNNING"})
+        assert all(rank.state in ("STARTING", "RUNNING") for rank in running.ranks)
+    finally:
+        shell.run_line_magic("hyperpod", f"cancel {job.id}")
