@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any, TypeVar
 
@@ -445,7 +445,7 @@ class LogStreamHandler(
             self._task.cancel()
 
     async def _send(self, event: LogEvent) -> None:
-        await self.write_message(json.dumps(event.to_frame()))
+        await self.write_message(event.to_json())  # UTF-8 JSON text: a text frame
 
     async def _follow(self, job_id: str) -> None:
         try:
@@ -481,10 +481,18 @@ class LogStreamHandler(
         )
         state: JobState | None = None
         events = follow_async(follow, lambda function: self.run_in("logs", function))
+        # One frame in flight: the next step reads and encodes while the last frame drains to
+        # the client (awaiting each write first leaves the two sides taking turns).
+        sending: Awaitable[None] | None = None
         async with aclosing(events):
             async for event in events:
-                await self._send(event)
+                written = self.write_message(event.to_json())  # UTF-8 JSON text: a text frame
+                if sending is not None:
+                    await sending
+                sending = written
                 if event.type == "end":
                     state = event.state
+            if sending is not None:
+                await sending
         if state is not None:
             self.close(CLOSE_JOB_ENDED, f"job {state.value}")

@@ -43,6 +43,33 @@ def test_the_python_client_raises_what_the_table_says() -> None:
     assert client.CLOSE_JOB_ENDED == 1000 and BY_CODE[1000].retry == "never"
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain line\n",
+        'quote " backslash \\ newline \n return \r tab \t',
+        "every control: " + "".join(map(chr, range(0x20))) + "\x7f",
+        "\x1b[31mred\x1b[0m tqdm 12/100 [00:05<00:37]\r",
+        "é ü 中 😀 \u2028\u2029 \ufffd",
+        "",
+    ],
+)
+def test_a_data_frame_is_the_json_of_its_frame(text: str) -> None:
+    """The hand-made JSON of a data frame (whole-buffer escapes) parses to the same object as
+    json.dumps of its frame, from the event's text or from the bytes it was read as."""
+    for event in (
+        logprotocol.LogEvent(type="data", rank=3, offset=123, data=text),
+        logprotocol.LogEvent(type="data", rank=0, offset=0, data=text, raw=text.encode()),
+    ):
+        frame = event.to_json()
+        frame.decode("utf-8")  # a valid text frame
+        assert json.loads(frame) == event.to_frame()
+    lone = logprotocol.LogEvent(type="data", rank=0, offset=1, data="\ud800")
+    assert json.loads(lone.to_json()) == lone.to_frame()
+    status = logprotocol.LogEvent(type="heartbeat", time=1.5)
+    assert json.loads(status.to_json()) == status.to_frame()
+
+
 def test_errors_map_to_their_close_codes() -> None:
     cases = {
         errors.InvalidRequest("x"): (4000, "never"),

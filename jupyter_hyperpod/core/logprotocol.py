@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from dataclasses import field as dataclass_field
 from typing import Any, Literal, Protocol, TypeVar
 
 from .errors import HyperPodError, InvalidRequest
@@ -35,7 +37,7 @@ T = TypeVar("T")
 
 CHUNK_BYTES = 1024 * 1024
 """At most this much of one rank per frame (one read; the next step reads on)."""
-IDLE_WAIT_START = 0.02
+IDLE_WAIT_START = 0.01
 IDLE_WAIT_MAX = 0.1
 """Backoff between reads while nothing new arrives (reset by new data)."""
 STATE_CHECK_SECONDS = 0.25
@@ -153,6 +155,27 @@ class LogEvent:
     field: str | None = None
     close: int | None = None
     """For error: the close code that follows."""
+    raw: bytes | None = dataclass_field(default=None, compare=False, repr=False)
+    """For data read from a log: `data` as the valid UTF-8 bytes it was decoded from (sent as
+    they are: no second encoding)."""
+
+    def to_json(self) -> bytes:
+        """The frame as JSON text, UTF-8 (the WebSocket's text frame). A data frame's text is
+        escaped by whole-buffer passes (`json_string`): `json.dumps` escapes a megabyte of log
+        lines a character at a time, at a seventh of the speed a follower can take it."""
+        if self.type != "data":
+            return json.dumps(self.to_frame()).encode()
+        head = b'{"type":"data","rank":%s,"offset":%s,"data":"' % (
+            b"null" if self.rank is None else b"%d" % self.rank,
+            b"null" if self.offset is None else b"%d" % self.offset,
+        )
+        text = self.raw
+        if text is None:
+            try:
+                text = self.data.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: JSON's own escape for it
+                return json.dumps(self.to_frame()).encode()
+        return b"".join((head, json_string(text), b'"}'))
 
     def to_frame(self) -> dict[str, Any]:
         state = self.state.value if self.state else None
@@ -197,6 +220,32 @@ class LogEvent:
                 type="error", code=error.code, reason=message, field=error.field, close=close.code
             )
         return cls(type="error", code="internal_error", reason=message, close=close.code)
+
+
+_ESCAPES = (
+    (b"\\", b"\\\\"),
+    (b'"', b'\\"'),
+    (b"\n", b"\\n"),
+    (b"\r", b"\\r"),
+    (b"\t", b"\\t"),
+    (b"\x1b", b"\\u001b"),  # terminal colours and cursor moves (tqdm)
+)
+_CONTROL = re.compile(rb"[\x00-\x1f]")
+_RARE_CONTROLS = tuple(bytes([code]) for code in range(0x20) if bytes([code]) not in dict(_ESCAPES))
+"""Control characters left after the common escapes, each looked for by a memchr pass (a
+translate or a regex over a megabyte costs several times more)."""
+
+
+def json_string(text: bytes) -> bytes:
+    """UTF-8 `text` as the inside of a JSON string (RFC 8259: quote, backslash and control
+    characters escaped; everything else as it is). A pass over the whole buffer per character
+    to escape, skipped when the character is absent."""
+    for raw, escaped in _ESCAPES:
+        if raw in text:
+            text = text.replace(raw, escaped)
+    if any(control in text for control in _RARE_CONTROLS):
+        text = _CONTROL.sub(lambda match: b"\\u%04x" % match[0][0], text)
+    return text
 
 
 # -- requests -------------------------------------------------------------------------------
@@ -426,8 +475,15 @@ class Follow:
             if not usable:
                 break
             self.offsets[rank] = offset + usable
-            text = data[:usable].decode("utf-8", "replace")
-            events.append(LogEvent(type="data", rank=rank, offset=offset + usable, data=text))
+            chunk = data[:usable]
+            raw: bytes | None = chunk
+            try:
+                text = chunk.decode("utf-8")
+            except UnicodeDecodeError:  # sent as decoded, invalid bytes replaced
+                text, raw = chunk.decode("utf-8", "replace"), None
+            events.append(
+                LogEvent(type="data", rank=rank, offset=offset + usable, data=text, raw=raw)
+            )
             if not final or len(data) < CHUNK_BYTES:
                 break
         return events

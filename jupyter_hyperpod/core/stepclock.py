@@ -82,6 +82,11 @@ class RankClockState:
     ) -> None:
         """The bytes the log gained: the newest step they tell, timed `now`."""
         text = self.partial + data
+        if pattern is None and b"\x1b" not in text and not _has_token(text):
+            cut = max(text.rfind(b"\n"), text.rfind(b"\r"))
+            tail = text[cut + 1 :]
+            self.partial = tail if len(tail) <= MAX_PARTIAL else b""
+            return
         segments = _SPLIT.split(text)
         tail = segments.pop()
         self.partial = tail if len(tail) <= MAX_PARTIAL else b""
@@ -94,6 +99,8 @@ class RankClockState:
                 continue
             if b"\x1b" in segment:
                 segment = _ANSI.sub(b"", segment)
+            elif pattern is None and not _has_token(segment):
+                continue
             found = _step_of(segment, pattern)
             if found is None:
                 continue
@@ -115,6 +122,12 @@ class RankClockState:
         if self.step != step:
             self.step = step
             self.last_step_at = now
+
+
+def _has_token(text: bytes) -> bool:
+    """`step`, `|` or `loss` is in every line STEP_LINE matches: a line (or a whole read) with
+    none of them and no terminal escape holds no step, found by a C search, not a regex a line."""
+    return b"step" in text or b"|" in text or b"loss" in text
 
 
 def _step_of(
