@@ -2,7 +2,8 @@
 # Launches JupyterLab with the HyperPod panel on the local cluster (this machine as a one-node
 # cluster: no cluster, no cloud account, no root needed), on a demo workspace. The first run makes
 # the virtual environment .venv and installs the project into it (a few minutes; pip prints each
-# package), then writes the workspace (python -m jupyter_hyperpod.demo).
+# package; torch's CPU build where nvidia-smi finds no GPU, HYPERPOD_TORCH=cpu|cuda to choose:
+# README "How large"), then writes the workspace (python -m jupyter_hyperpod.demo).
 #   scripts/demo.sh [extra jupyter lab arguments]      HYPERPOD_DEMO_DIR=./demo-fs by default
 set -euo pipefail
 cd "$(dirname "$0")/.."
