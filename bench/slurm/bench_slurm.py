@@ -6,9 +6,14 @@ Starts the project's Slurm test cluster (scripts/slurm-test-cluster.sh) unless o
 a Jupyter server with the extension driving it; then times
   - submit: `POST /hyperpod/api/jobs` (validation, the sbatch script written to the job directory,
     `sbatch --parsable`, the job store) and the backend alone vs `sbatch --parsable --wrap true`;
-  - nodes: `GET /hyperpod/api/nodes` (`sinfo --json` parsed into nodes) vs raw `sinfo --json` and
-    `sinfo -N`;
-  - status: the backend's refresh of 20 queued jobs (one squeue) vs one `squeue -j` per job.
+  - nodes: `GET /hyperpod/api/nodes` (`sinfo --json` parsed into nodes; callers that come while
+    one listing runs share it) vs raw `sinfo --json` and `sinfo -N`, and the backend alone;
+  - status: the backend's refresh of 20 queued jobs (one squeue) vs one `squeue -j` per job;
+  - where a submit's time goes: the service in this process (as the server runs it), each phase
+    timed by a wrapper (validation and the rest, render, script write, sbatch, other Slurm
+    commands, job store), and what REST adds on top.
+Goals (issue 27): submit through REST <= 1.3x `sbatch --parsable`, the backend alone <= 1.1x,
+nodes <= 1.2x `sinfo --json`; each printed as a ratio against its limit in the same run.
 Prints figures only: timings depend on the machine (this one has 2 cores shared with others).
 """
 
@@ -21,8 +26,10 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -153,6 +160,11 @@ class Direct:
             data=SlurmState.load(update.data),
         )
 
+    def nodes_uncached(self) -> object:
+        """sinfo --json parsed into nodes (node_cache_seconds 0, the default: every time)."""
+        self.backend.node_cache_seconds = 0.0
+        return self.backend.list_nodes()
+
     def status_rows(self, rounds: int, jobs: int) -> tuple[list[float], list[float]]:
         """One batched refresh of `jobs` queued jobs vs one `squeue -j` per job."""
         stored = [self.submit(["sleep", "300"]) for _ in range(jobs)]
@@ -168,6 +180,87 @@ class Direct:
                 run(["squeue", "-h", "-j", slurm_id])
 
         return timed_pair(rounds, lambda: self.backend.refresh(stored), one_by_one)
+
+
+class Phases:
+    """Time spent in wrapped callables, by phase, in the thread that made this (the tracker's
+    background refreshes are not the submit's); only the outermost wrapped call counts (a
+    render inside a submit is the render's, not the submit's twice)."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._thread = threading.get_ident()
+        self._depth = 0
+
+    def wrap(self, owner: object, name: str, phase: str | Callable[..., str]) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            if self._depth or threading.get_ident() != self._thread:
+                return original(*args, **kwargs)
+            self._depth += 1
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                label = phase(*args, **kwargs) if callable(phase) else phase
+                self.spent[label] = self.spent.get(label, 0.0) + time.perf_counter() - start
+                self.calls[label] = self.calls.get(label, 0) + 1
+
+        setattr(owner, name, timed)
+
+
+def submit_phases(work: Path, rounds: int, slurm_ids: list[str]) -> tuple[Phases, float]:
+    """`rounds` submits through the service in this process; the phases and the median total."""
+    import pathlib
+
+    from jupyter_hyperpod.core.service import HyperPodService
+    from jupyter_hyperpod.core.settings import HyperPodSettings
+    from jupyter_hyperpod.core.store import JobStore
+    from jupyter_hyperpod.wiring import Wiring
+
+    fs = work / "phases"
+    (fs / "shared").mkdir(parents=True)
+    settings = HyperPodSettings(
+        orchestrator="slurm",
+        shared_fs_root=str(fs),
+        partition="shared",
+        user="bench",
+        job_store=str(work / "phases.sqlite"),
+    )
+    service = HyperPodService(settings, adapters=Wiring())
+    body = {"name": "bench", "command": ["true"], "launcher": "plain"}
+    slurm_ids.append(service.submit(body).backend_id or "")  # warm-up
+    phases = Phases()
+    backend = service.orchestrator
+    phases.wrap(backend, "render", "render")
+    commands = backend.commands  # type: ignore[attr-defined]
+    phases.wrap(
+        commands,
+        "run",
+        lambda name, *_, **__: name if name == "sbatch" else f"other Slurm ({name})",
+    )
+    original_write = pathlib.Path.write_text
+    phases.wrap(pathlib.Path, "write_text", "script write")
+    for name in ("insert", "update", "get", "claim_start", "set_owner"):
+        if hasattr(JobStore, name):
+            phases.wrap(service.store, name, "job store")
+    totals = []
+    try:
+        for _ in range(rounds):
+            start = time.perf_counter()
+            job = service.submit(body)
+            totals.append(time.perf_counter() - start)
+            slurm_ids.append(job.backend_id or "")
+    finally:
+        pathlib.Path.write_text = original_write  # type: ignore[method-assign]
+        service.close()
+    whole = sum(totals)
+    phases.spent["validation and the rest"] = whole - sum(phases.spent.values())
+    phases.calls["validation and the rest"] = rounds
+    return phases, median(totals) * 1000
 
 
 def run(command: list[str]) -> str:
@@ -223,6 +316,13 @@ def main() -> None:
                     "sinfo -N",
                     timed_pair(args.rounds, api_nodes, lambda: run(["sinfo", "-N"])),
                 ),
+                (
+                    "list nodes, backend alone",
+                    "sinfo --json",
+                    timed_pair(
+                        args.rounds, direct.nodes_uncached, lambda: run(["sinfo", "--json"])
+                    ),
+                ),
             ]
             rows.append(
                 (
@@ -231,6 +331,7 @@ def main() -> None:
                     direct.status_rows(args.rounds, args.jobs),
                 )
             )
+            phases, in_process = submit_phases(work, args.rounds, slurm_ids)
             nodes = len(server.call("GET", "nodes")["nodes"])  # type: ignore[index]
             version = run(["sinfo", "-V"]).split()[-1]
         finally:
@@ -246,9 +347,30 @@ def main() -> None:
     )
     head = f"{'operation':30} {'ours: median':>12} {'p90':>7}   {'raw':18} {'median':>7} {'p90':>7}"
     print(f"{head}  ratio")
+    ratios = {}
     for name, raw_name, (ours, raw) in rows:
         ratio = median(ours) / median(raw)
+        ratios[(name, raw_name)] = ratio
         print(f"{name:30} {columns(ours):>20}   {raw_name:18} {columns(raw)}  {ratio:5.2f}x")
+    rest = median(rows[0][2][0])
+    print(f"\nwhere a submit's time goes ({args.rounds} submits through the service in-process,")
+    print(f"median {in_process:.1f} ms; through REST {rest:.1f} ms: HTTP and JSON add the rest)")
+    whole = sum(phases.spent.values())
+    for phase, spent in sorted(phases.spent.items(), key=lambda item: -item[1]):
+        calls = phases.calls[phase] / args.rounds
+        print(
+            f"  {phase:26} {spent / args.rounds * 1000:6.2f} ms a submit  {spent / whole:5.1%}"
+            f"  ({calls:g} calls a submit)"
+        )
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    for (name, raw_name), limit in (
+        (("submit (1 node, 1 rank)", "sbatch --parsable"), 1.3),
+        (("submit, backend only", "sbatch --parsable"), 1.1),
+        (("list nodes", "sinfo --json"), 1.2),
+    ):
+        ratio = ratios[(name, raw_name)]
+        verdict = "met" if ratio <= limit else "NOT met"
+        print(f"goal {name} vs {raw_name}: {ratio:.2f}x, limit {limit}x ({verdict})")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import json
 import os
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,13 @@ class SlurmOrchestrator(Orchestrator):
         help="Use sacct for finished jobs: auto = when slurmdbd accounting is configured.",
     )
     use_json = Bool(True, config=True, help="Use `sinfo --json` where this Slurm supports it.")
+    node_cache_seconds = Float(
+        0.0,
+        config=True,
+        help="How long one node listing (one sinfo) answers every caller, as Kubernetes' node "
+        "cache: the panels of many users poll the same cluster (a drain then shows this much "
+        "later). 0: a listing per request; callers that come while one runs share it.",
+    )
     fast_fail = Bool(
         True,
         config=True,
@@ -128,6 +136,11 @@ class SlurmOrchestrator(Orchestrator):
         self._probe_off = False
         self._json_ok: bool | None = None
         self._lock = threading.Lock()
+        self._nodes_lock = threading.Lock()
+        self._nodes_flight: Future[list[Node]] | None = None
+        self._nodes: tuple[float, bool, list[Node]] | None = None
+        """The last listing: when, whether through --json, the nodes (handed out as they are:
+        the REST handler then reuses its serialized body)."""
 
     # -- cluster facts ---------------------------------------------------------------------------
 
@@ -206,6 +219,35 @@ class SlurmOrchestrator(Orchestrator):
     # -- nodes -----------------------------------------------------------------------------------
 
     def list_nodes(self) -> list[Node]:
+        """One sinfo shared by every caller that comes while it runs (and for
+        `node_cache_seconds` after): many pollers cost one listing, not one each."""
+        with self._nodes_lock:
+            cached = self._nodes
+            if (
+                cached is not None
+                and cached[1] == self.use_json
+                and time.monotonic() - cached[0] < self.node_cache_seconds
+            ):
+                return cached[2]
+            flight = self._nodes_flight
+            if flight is None:
+                mine = self._nodes_flight = Future()
+        if flight is not None:
+            return flight.result()  # the running listing's nodes, or its error
+        try:
+            nodes = self._list_nodes()
+        except BaseException as error:
+            mine.set_exception(error)
+            raise
+        else:
+            mine.set_result(nodes)
+            self._nodes = (time.monotonic(), self.use_json, nodes)
+            return nodes
+        finally:
+            with self._nodes_lock:
+                self._nodes_flight = None
+
+    def _list_nodes(self) -> list[Node]:
         self._know_controller()
         if self.use_json and self._json_ok is not False:
             done = self.commands.run("sinfo", ["--json"], ok_codes=(0, 1, 2))

@@ -64,27 +64,34 @@ def gpu_used(gres_used: str) -> int:
 
 def split_gres(text: str) -> list[str]:
     """Split on commas outside parentheses ('gpu:a100:2(IDX:0,2)' has one inside)."""
-    items, depth, current = [], 0, ""
-    for char in text or "":
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        if char == "," and depth == 0:
-            items.append(current)
-            current = ""
-            continue
-        current += char
-    items.append(current)
+    if "," not in (text or "") or "(" not in text:  # no comma inside parentheses: str.split
+        items = (text or "").split(",")
+    else:
+        items, depth, current = [], 0, ""
+        for char in text:
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth -= 1
+            if char == "," and depth == 0:
+                items.append(current)
+                current = ""
+                continue
+            current += char
+        items.append(current)
     return [
-        re.sub(r"\(.*\)$", "", item).strip()
+        (_PARENTHESES.sub("", item) if "(" in item else item).strip()
         for item in items
         if item.strip() and item not in ("N/A", "(null)")
     ]
 
 
+_PARENTHESES = re.compile(r"\(.*\)$")
+_DIGITS = re.compile(r"\d+")
+
+
 def _count(text: str) -> int:
-    match = re.match(r"\d+", text)
+    match = _DIGITS.match(text)
     return int(match.group()) if match else 0
 
 
