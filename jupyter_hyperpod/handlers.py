@@ -24,6 +24,7 @@ from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, foll
 from .core.models import JobState, Node
 from .core.partition import ANSWERED_ERRNOS, os_error
 from .core.service import HyperPodService
+from .metrics import with_ui_url
 from .openapi import openapi_document
 from .server_compat import ws_authenticated
 
@@ -359,7 +360,9 @@ class MetricsHandler(HyperPodAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        self.send(await self.run_in("backend", self.service.metrics, job_id))
+        found = await self.run_in("backend", self.service.metrics, job_id)
+        settings = self.service.settings
+        self.send(with_ui_url(found, settings.mlflow_tracking_uri, settings.mlflow_ui_url))
 
 
 class StacksHandler(HyperPodAPIHandler):

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sqlite3
 from contextlib import closing
 from typing import Any
 
-from .core.models import JobMetrics, MetricPoint, MlflowRunInfo
+from .core.models import (
+    EvaluationMetrics,
+    JobMetrics,
+    MetricPoint,
+    MlflowRunInfo,
+    RougeComparison,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +46,65 @@ def _find_run(client: Any, job_id: str) -> Any | None:
     return None
 
 
-def run_url(tracking_uri: str, experiment_id: str, run_id: str) -> str | None:
-    """The MLflow UI page of a run, when the tracking server has one we can link to."""
-    if tracking_uri.startswith(("http://", "https://")):
-        return f"{tracking_uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
-    return None
+def run_url(
+    tracking_uri: str, experiment_id: str, run_id: str, ui_url: str | None = None
+) -> str | None:
+    """The MLflow UI page of a run: on `ui_url` (the server's mlflow_ui_url) when set, else on
+    an http(s) tracking server (its own UI); None when no UI address is known (sqlite, an ARN)."""
+    base = ui_url or (tracking_uri if tracking_uri.startswith(("http://", "https://")) else "")
+    if not base:
+        return None
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}"
+
+
+def with_ui_url(metrics: JobMetrics, tracking_uri: str | None, ui_url: str) -> JobMetrics:
+    """The metrics with their run's link on the server's MLflow UI address (mlflow_ui_url)."""
+    run = metrics.run
+    if run is None or not ui_url:
+        return metrics
+    url = run_url(tracking_uri or "", run.experiment_id, run.run_id, ui_url)
+    return metrics.model_copy(update={"run": run.model_copy(update={"url": url})})
+
+
+_EVAL_ROUGE = re.compile(r"^eval_(?P<name>rouge[0-9A-Za-z]+)_(?P<model>finetuned|base)$")
+"""What training/evaluate.py logs: eval_<ROUGE variant>_<finetuned|base>."""
+
+
+def _rouge_order(name: str) -> tuple[int, int, str]:
+    digits = name.removeprefix("rouge")
+    return (0, int(digits), "") if digits.isdigit() else (1, 0, digits)
+
+
+def evaluation_of(metrics: dict[str, list[MetricPoint]]) -> EvaluationMetrics | None:
+    """The evaluation a run holds (its latest scores), typed; None when it holds none."""
+    scores: dict[str, dict[str, float]] = {}
+    used: list[str] = []
+    for key, points in metrics.items():
+        match = _EVAL_ROUGE.match(key)
+        if match and points:
+            scores.setdefault(match["name"], {})[match["model"]] = points[-1].value
+            used.append(key)
+    if not scores:
+        return None
+    rows = []
+    for name in sorted(scores, key=_rouge_order):
+        base, finetuned = scores[name].get("base"), scores[name].get("finetuned")
+        delta = finetuned - base if base is not None and finetuned is not None else None
+        rows.append(RougeComparison(name=name, base=base, finetuned=finetuned, delta=delta))
+
+    def single(key: str) -> int | None:
+        points = metrics.get(key)
+        if not points:
+            return None
+        used.append(key)
+        return int(points[-1].value)
+
+    return EvaluationMetrics(
+        rouge=rows,
+        samples=single("eval_samples"),
+        max_new_tokens=single("eval_max_new_tokens"),
+        metric_names=sorted(used),
+    )
 
 
 def _downsample(points: list[MetricPoint], limit: int) -> list[MetricPoint]:
@@ -117,4 +178,4 @@ def read_job_metrics(tracking_uri: str | None, job_id: str) -> JobMetrics:
         status=run.info.status,
         url=run_url(tracking_uri, run.info.experiment_id, run.info.run_id),
     )
-    return JobMetrics(run=info, metrics=metrics)
+    return JobMetrics(run=info, metrics=metrics, evaluation=evaluation_of(metrics))

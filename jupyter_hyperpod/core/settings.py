@@ -101,6 +101,13 @@ class HyperPodSettings(Configurable):
         help="MLflow tracking URI given to jobs and read for metrics: sqlite:///..., http(s)://... or a "
         "SageMaker MLflow ARN. Default: $MLFLOW_TRACKING_URI, else sqlite in the partition.",
     )
+    mlflow_ui_url = Unicode(
+        "",
+        config=True,
+        help="The MLflow UI's address, for the panel's 'Open in MLflow' links, when the tracking "
+        "URI is not it (sqlite:///...: where `mlflow ui --backend-store-uri <uri>` serves). An "
+        "http(s):// tracking URI is its own UI.",
+    )
     local_max_parallel_jobs = Int(
         2, config=True, help="Local backend: jobs running at once; more wait PENDING."
     )

@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .config import ConfigError, TrainingConfig
@@ -49,8 +51,10 @@ def generate(
     batch_size: int,
     max_new_tokens: int,
     device: Any,
+    done: Callable[[int], object] = lambda examples: None,
 ) -> tuple[list[str], int]:
-    """Greedy continuations, and how many stopped at max_new_tokens without an end token."""
+    """Greedy continuations, and how many stopped at max_new_tokens without an end token;
+    `done(n)` after each batch of n examples (the progress bar)."""
     import torch
 
     tokenizer.padding_side = "left"
@@ -72,7 +76,26 @@ def generate(
         if new_tokens.shape[1] >= max_new_tokens:
             cut += int((new_tokens != tokenizer.eos_token_id).all(dim=1).sum())
         outputs += [t.strip() for t in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        done(len(chunk))
     return outputs, cut
+
+
+def generation_bar(examples: int, passes: int) -> Any:
+    """A tqdm bar of the examples generated (every model's pass), redrawn after each batch:
+    the log, the progress parser (tqdm's `| 4/32 [00:12<00:36, ...]`) and the panel say how far
+    generation is, where there was a silence until the scores."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=examples * passes,
+        desc="generating (fine-tuned)",
+        unit="example",
+        file=sys.stdout,
+        mininterval=0,
+        miniters=1,
+        ncols=100,
+        leave=True,
+    )
 
 
 def generation_length(config: TrainingConfig, tokenizer: Any, records: list[dict[str, Any]]) -> int:
@@ -159,15 +182,18 @@ def _score(
         max_new_tokens,
         kind,
     )
+    bar = generation_bar(len(prompts), 2 if config.eval_base else 1)
     kwargs = {
         "batch_size": config.per_device_eval_batch_size,
         "max_new_tokens": max_new_tokens,
         "device": runtime.device,
+        "done": bar.update,
     }
     predictions: dict[str, list[str]] = {}
     cut: dict[str, int] = {}
     predictions["finetuned"], cut["finetuned"] = generate(model, tokenizer, prompts, **kwargs)
     if config.eval_base:
+        bar.set_description("generating (base)")
         if kind == "base+adapter":
             with model.disable_adapter():  # the same full-precision base, adapter off
                 predictions["base"], cut["base"] = generate(model, tokenizer, prompts, **kwargs)
@@ -182,6 +208,7 @@ def _score(
             if runtime.device.type == "cuda":
                 base.to(runtime.device)
             predictions["base"], cut["base"] = generate(base, tokenizer, prompts, **kwargs)
+    bar.close()
     references = [_reference(tokenizer, r) for r in mine]
     gathered = (
         runtime.gather_to_main((mine, references, predictions, cut))

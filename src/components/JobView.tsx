@@ -327,6 +327,7 @@ export function JobView(props: IJobViewProps): JSX.Element {
               ) : (
                 <MetricsView
                   client={model.client}
+                  job={job}
                   jobId={job.id}
                   running={running}
                   refreshInterval={model.settings.refreshInterval}

@@ -6,8 +6,9 @@ import { HyperpodClient } from '../api';
 import { ApiError } from '../handler';
 import { groupMetricNames, metricSeries, smooth } from '../metrics';
 import { asApiError } from '../model';
-import { IJobMetrics, IMetricPoint } from '../models';
+import { IJob, IJobMetrics, IMetricPoint } from '../models';
 import { ErrorMessage, Loading } from './common';
+import { EvaluateView, isEvaluateJob } from './EvaluateView';
 import { usePoll } from './usePoll';
 
 /** Axis labels that stay readable for tiny values such as learning rates. */
@@ -183,6 +184,8 @@ export function MetricsView(props: {
   running: boolean;
   refreshInterval: number;
   isVisible?: () => boolean;
+  /** The job shown: an evaluate job gets its own view (EvaluateView) above its curves. */
+  job?: IJob | null;
 }): JSX.Element {
   const [metrics, setMetrics] = React.useState<IJobMetrics | null>(null);
   const [error, setError] = React.useState<ApiError | null>(null);
@@ -211,7 +214,12 @@ export function MetricsView(props: {
 
   const themeKey = useThemeKey();
   const [smoothing, setSmoothing] = React.useState(0);
-  const names = metrics ? Object.keys(metrics.metrics) : [];
+  const evaluating = isEvaluateJob(props.job, metrics);
+  const scored = new Set(metrics?.evaluation?.metric_names ?? []);
+  // The scores are in the evaluation's table: not again as one-value cards.
+  const names = metrics
+    ? Object.keys(metrics.metrics).filter(name => !scored.has(name))
+    : [];
   const groups = groupMetricNames(names);
   const chart = (name: string) => {
     const points = metrics!.metrics[name];
@@ -255,7 +263,7 @@ export function MetricsView(props: {
             </select>
           </label>
         )}
-        {metrics?.run?.url && (
+        {metrics?.run?.url ? (
           <a
             className="jp-hyperpod-Link"
             href={metrics.run.url}
@@ -265,17 +273,36 @@ export function MetricsView(props: {
             <launchIcon.react tag="span" elementSize="normal" />
             Open in MLflow
           </a>
+        ) : (
+          metrics?.run && (
+            <span
+              className="jp-hyperpod-Muted"
+              title="The server knows no MLflow UI address for this tracking store: set HyperPodApp.mlflow_ui_url to where `mlflow ui` serves it"
+            >
+              No MLflow UI
+            </span>
+          )
         )}
       </div>
+      {evaluating && <EvaluateView job={props.job} metrics={metrics} />}
       <ErrorMessage error={error} stale={metrics !== null} onRetry={refresh} />
       {metrics === null ? (
         error ? null : (
           <Loading what="metrics" />
         )
       ) : names.length === 0 ? (
-        <div className="jp-hyperpod-Empty">
-          {metrics.message ?? 'This job has logged no metric yet.'}
-        </div>
+        evaluating ? null : (
+          <div className="jp-hyperpod-Empty">
+            {metrics.message ?? 'This job has logged no metric yet.'}
+          </div>
+        )
+      ) : evaluating ? (
+        <details className="jp-hyperpod-MetricsSystem">
+          <summary className="jp-hyperpod-MetricsGroup">
+            The run's other metrics ({names.length})
+          </summary>
+          <div className="jp-hyperpod-Charts">{names.map(chart)}</div>
+        </details>
       ) : (
         <>
           {groups.training.length > 0 && (

@@ -2054,6 +2054,34 @@ export interface components {
       error: components['schemas']['ErrorBody'];
     };
     /**
+     * EvaluationMetrics
+     * @description An evaluate job's scores, read from its `eval_<variant>_<model>` MLflow metrics.
+     */
+    EvaluationMetrics: {
+      /**
+       * Rouge
+       * @description Every ROUGE variant logged, in order (rouge1, rouge2, rougeL, rougeLsum)
+       */
+      rouge: components['schemas']['RougeComparison'][];
+      /**
+       * Samples
+       * @description Test examples scored
+       * @default null
+       */
+      samples: number | null;
+      /**
+       * Max New Tokens
+       * @description The generation length used
+       * @default null
+       */
+      max_new_tokens: number | null;
+      /**
+       * Metric Names
+       * @description The MLflow metrics these were read from (a view shows them here only)
+       */
+      metric_names: string[];
+    };
+    /**
      * FileChange
      * @description One change between the user's file and what is sent.
      */
@@ -2529,6 +2557,11 @@ export interface components {
        * @default null
        */
       message: string | null;
+      /**
+       * @description The run's evaluation (fine-tuned vs base ROUGE), when it has one
+       * @default null
+       */
+      evaluation: components['schemas']['EvaluationMetrics'] | null;
     };
     /**
      * JobProgress
@@ -2922,6 +2955,7 @@ export interface components {
       status: string;
       /**
        * Url
+       * @description The run's page in the MLflow UI (an http(s) tracking server, or the server's mlflow_ui_url); null when the server knows no UI address
        * @default null
        */
       url: string | null;
@@ -3377,6 +3411,35 @@ export interface components {
       values: {
         [key: string]: unknown;
       };
+    };
+    /**
+     * RougeComparison
+     * @description One ROUGE variant of an evaluation: the fine-tuned model's mean F1 beside the base's.
+     */
+    RougeComparison: {
+      /**
+       * Name
+       * @description The ROUGE variant: rouge1, rouge2, rougeL, rougeLsum
+       */
+      name: string;
+      /**
+       * Base
+       * @description The base model's score (null: not scored)
+       * @default null
+       */
+      base: number | null;
+      /**
+       * Finetuned
+       * @description The fine-tuned model's score
+       * @default null
+       */
+      finetuned: number | null;
+      /**
+       * Delta
+       * @description finetuned - base, when both are there
+       * @default null
+       */
+      delta: number | null;
     };
     /**
      * StackDump

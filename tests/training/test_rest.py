@@ -24,7 +24,9 @@ def hyperpod_config(
     )
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    return {**hyperpod_config, "cluster_python": sys.executable}
+    # The MLflow UI the panel links to (the tracking store here is sqlite: no UI of its own).
+    ui = {"mlflow_ui_url": "http://mlflow.test:5000/"}
+    return {**hyperpod_config, "cluster_python": sys.executable, **ui}
 
 
 async def test_qlora_template_runs_on_two_local_ranks_and_reports_metrics(
@@ -100,3 +102,16 @@ async def test_qlora_template_runs_on_two_local_ranks_and_reports_metrics(
     eval_metrics = (await api.get(f"jobs/{evaluation['id']}/metrics")).body
     assert eval_metrics["run"]["run_id"] == metrics["run"]["run_id"]
     assert "eval_rougeL_finetuned" in eval_metrics["metrics"]
+    # Typed for the Evaluate view: every ROUGE variant, fine-tuned beside base, with the delta.
+    rows = {row["name"]: row for row in eval_metrics["evaluation"]["rouge"]}
+    assert list(rows) == ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    assert rows["rougeL"]["finetuned"] == pytest.approx(rouge["finetuned"]["rougeL"])
+    assert rows["rougeL"]["delta"] == pytest.approx(
+        rouge["finetuned"]["rougeL"] - rouge["base"]["rougeL"]
+    )
+    assert eval_metrics["evaluation"]["samples"] == 4
+    run = eval_metrics["run"]
+    assert run["url"] == (
+        f"http://mlflow.test:5000/#/experiments/{run['experiment_id']}/runs/{run['run_id']}"
+    )
+    assert "| 8/8 [" in log  # the generation bar: 4 examples x (fine-tuned, base)
