@@ -189,8 +189,12 @@ def test_doctor_on_the_local_cluster(
     config = json.loads(config_file.read_text())
     config["HyperPodApp"]["partition"] = "not-a-dir"
     config_file.write_text(json.dumps(config))
-    broken = cli(jupyter_env, "doctor")
-    assert broken.returncode == 1 and "give this user write access" in broken.stdout
+    broken = cli({**jupyter_env, "COLUMNS": "100"}, "doctor")
+    assert broken.returncode == 1 and "give this user write access" in " ".join(
+        broken.stdout.split()
+    )
+    # The table fits a 100-column terminal: its detail and fix columns wrap.
+    assert max(map(len, broken.stdout.splitlines())) <= 100, broken.stdout
 
 
 # -- with a server -------------------------------------------------------------------------------------
@@ -325,3 +329,40 @@ def test_jupyter_dispatches_to_the_console_script(jupyter_env: dict[str, str]) -
         and "usage: jupyter hyperpod" in done.stdout
         and "exit codes:" in done.stdout
     )
+
+
+def test_a_trailing_dry_run_submits_nothing(
+    jupyter_env: dict[str, str], steps_script: Path
+) -> None:
+    """`submit x.py --dry-run`: argparse would give --dry-run to the script and really submit."""
+    done = cli(jupyter_env, "submit", "project/steps.py", "1", "0", "--dry-run")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "put it before the script (submit --dry-run SCRIPT ...)" in done.stderr
+    assert json.loads(cli(jupyter_env, "jobs", "--json").stdout)["total"] == 0
+
+
+def test_an_interrupted_follow_says_the_cli_s_cancel(
+    jupyter_env: dict[str, str], steps_script: Path
+) -> None:
+    submitted = cli(jupyter_env, "submit", "--json", "project/steps.py", "1000", "0.05")
+    job_id = json.loads(submitted.stdout)["id"]
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "jupyter_hyperpod.cli", "logs", job_id, "-f"],
+        env=jupyter_env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert follower.stdout is not None
+        seen = [follower.stdout.readline() for _ in range(3)]
+        assert all("step" in line for line in seen), seen
+        follower.send_signal(signal.SIGINT)
+        out, _ = follower.communicate(timeout=30)
+        assert f"cancel it with `jupyter hyperpod cancel {job_id}`]" in out
+        assert cli(jupyter_env, "status", "--json", job_id).stdout.count('"RUNNING"') >= 1
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+        cli(jupyter_env, "cancel", job_id)
