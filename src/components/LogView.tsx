@@ -6,7 +6,7 @@ import {
 } from '@jupyterlab/ui-components';
 import { FitAddon } from '@xterm/addon-fit';
 import { SearchAddon } from '@xterm/addon-search';
-import { ITheme, Terminal } from '@xterm/xterm';
+import { Terminal } from '@xterm/xterm';
 import * as React from 'react';
 
 import { HyperpodClient } from '../api';
@@ -17,6 +17,13 @@ import { IJob, isFinished, JobState } from '../models';
 import { factsBehind, matchCount, rankLabel, rankOnChange } from '../ranks';
 import { IconButton } from './common';
 import { RankPrefixer } from '../rankprefix';
+import {
+  codeFontFamily,
+  codeFontSize,
+  saveText,
+  searchDecorations,
+  terminalTheme
+} from './terminal';
 
 export interface ILogViewProps {
   client: HyperpodClient;
@@ -34,87 +41,14 @@ export interface ILogViewProps {
   onFactsBehind?: () => void;
 }
 
-/** xterm colours from JupyterLab's theme variables (light or dark). */
-function terminalTheme(): ITheme {
-  const style = getComputedStyle(document.body);
-  const get = (name: string, fallback: string) =>
-    style.getPropertyValue(name).trim() || fallback;
-  const light = document.body.dataset.jpThemeLight !== 'false';
-  return {
-    foreground: get('--jp-ui-font-color0', light ? '#000' : '#fff'),
-    background: get('--jp-layout-color0', light ? '#fff' : '#111'),
-    cursor: get('--jp-layout-color0', light ? '#fff' : '#111'),
-    selectionBackground: light
-      ? 'rgba(0, 100, 200, 0.3)'
-      : 'rgba(120, 170, 255, 0.35)',
-    ...(light
-      ? {
-          yellow: '#8a6d00',
-          brightYellow: '#a07f00',
-          white: '#555',
-          brightWhite: '#333'
-        }
-      : {})
-  };
-}
-
 /** The most lines the server returns at once (its tail limit). */
 const DOWNLOAD_LINES = 100000;
-
-function codeFontFamily(): string {
-  const family = getComputedStyle(document.body)
-    .getPropertyValue('--jp-code-font-family')
-    .trim();
-  return family || 'monospace';
-}
-
-function codeFontSize(): number {
-  const size = parseFloat(
-    getComputedStyle(document.body).getPropertyValue('--jp-code-font-size')
-  );
-  return Number.isFinite(size) && size > 6 ? size : 13;
-}
 
 function rankCount(job: IJob): number {
   if (job.ranks.length > 0) {
     return job.ranks.length;
   }
   return (job.spec.nodes ?? 1) * (job.spec.procs_per_node ?? 1);
-}
-
-/** Match colours (#RRGGBB, as the addon requires) for the light or dark theme. */
-function searchDecorations(): {
-  matchBackground: string;
-  activeMatchBackground: string;
-  matchOverviewRuler: string;
-  activeMatchColorOverviewRuler: string;
-} {
-  const light = document.body.dataset.jpThemeLight !== 'false';
-  return light
-    ? {
-        matchBackground: '#fff3a0',
-        activeMatchBackground: '#ffb84d',
-        matchOverviewRuler: '#d4b000',
-        activeMatchColorOverviewRuler: '#e07000'
-      }
-    : {
-        matchBackground: '#5c4d00',
-        activeMatchBackground: '#9a5a00',
-        matchOverviewRuler: '#d4b000',
-        activeMatchColorOverviewRuler: '#ff9a1f'
-      };
-}
-
-function saveText(text: string, filename: string): void {
-  const blob = new Blob([text], { type: 'text/plain' });
-  const url = URL.createObjectURL(blob);
-  const anchor = document.createElement('a');
-  anchor.href = url;
-  anchor.download = filename;
-  document.body.appendChild(anchor);
-  anchor.click();
-  anchor.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
 export function LogView(props: ILogViewProps): JSX.Element {
