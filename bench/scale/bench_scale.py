@@ -4,15 +4,19 @@ local backend), each series at growing sizes, each ending with the exponent k of
 
     python bench/scale/bench_scale.py [--history 10,1000,10000,100000] [--running 1,16,64]
         [--ranks 8] [--followers 1,40,200] [--rate 500] [--seconds 6] [--out bench/scale/out]
-        [--only history,running,followers]
+        [--nodes 20,200,2000] [--only history,running,followers,nodes]
 
 1. Job history (finished rows in the job store): GET jobs, a page of 100, and the same filtered
    by state, p50/p99 over kept-alive connections; the server's RSS. Goal: p99 < 20 ms at 100,000.
-2. Running jobs x ranks (`sleep` processes on the local backend): the server's CPU time per
-   status refresh of the tracker (its refresh counter and its process CPU), and per rank.
+2. Running jobs x ranks on the local backend, silent (`sleep`) and printing a step line every
+   0.2 s: the server's CPU per status refresh of the tracker (state only; then with progress
+   parsing and the watchdog's step clocks, and their difference), per rank.
    Goal: linear in the ranks, < 1 ms per rank.
 3. Followers of one job that prints `--rate` lines/s: lines each follower received (none may be
    lost), write-to-client latency p99, the server's CPU. Goal: 200 followers, p99 < 100 ms.
+4. A cluster of 20 / 200 / 2,000 nodes on the doubles: Slurm's `list_nodes()` over a `sinfo`
+   printing a recorded `sinfo --json` (vs that sinfo alone) and the Kubernetes API server
+   double's (tests/kubernetes/emulator.py, watch cache), each also with the REST body's JSON.
 Prints figures only; nothing is asserted (the machine is shared: compare the exponents).
 """
 
@@ -23,6 +27,7 @@ import contextlib
 import http.client
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import sqlite3
@@ -34,6 +39,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 import websocket  # websocket-client
@@ -44,6 +50,14 @@ from common import free_port, percentile
 TOKEN = "bench-token"
 REPO = Path(__file__).resolve().parents[2]
 SLEEPER = "import time\ntime.sleep(3600)\n"
+STEPPER = (
+    "import sys, time\n"
+    "# A training loop's log: a step line every 0.2 s (progress parsing and the watchdog's\n"
+    "# step clocks read each one), with a tqdm-like redraw between.\n"
+    "for step in range(1, 100000):\n"
+    "    print(f'step {step}/100000 loss 0.{step % 997:03d} lr 2.0e-04 tokens/s 12345.6', flush=True)\n"
+    "    time.sleep(0.2)\n"
+)
 WRITER = (
     "import sys, time\n"
     "rate, seconds = float(sys.argv[1]), float(sys.argv[2])\n"
@@ -66,6 +80,7 @@ class Server:
         (self.fs / "shared").mkdir(parents=True)
         (self.fs / "shared" / "sleeper.py").write_text(SLEEPER)
         (self.fs / "shared" / "writer.py").write_text(WRITER)
+        (self.fs / "shared" / "stepper.py").write_text(STEPPER)
         self.store = self.work / "jobs.sqlite"
         self.port = free_port()
         env = {
@@ -288,39 +303,146 @@ def bench_history(sizes: list[int], seconds: float, out: Path) -> None:
         server.stop()
 
 
-def bench_running(counts: list[int], ranks: int, seconds: float, out: Path) -> None:
+def tracker_cpu(counts: list[int], ranks: int, seconds: float, command: list[str]) -> list[float]:
+    """Server CPU ms per tracker refresh with 1..N running jobs of `ranks` ranks running
+    `command` (refresh every 0.5 s)."""
     server = Server(parallel=max(counts), refresh=0.5)
-    columns: dict[str, list[float]] = {"CPU ms/refresh": [], "CPU ms/rank": []}
+    per_refresh: list[float] = []
+    running: list[str] = []
     try:
-        running: list[str] = []
         for count in counts:
             while len(running) < count:
-                job = server.call(
-                    "POST",
-                    "jobs",
-                    {
-                        "name": f"run{len(running)}",
-                        "command": ["/bin/sleep", "3600"],
-                        "procs_per_node": ranks,
-                        "launcher": "plain",
-                    },
-                )
-                running.append(job["id"])
+                body = {
+                    "name": f"run{len(running)}",
+                    "command": command,
+                    "procs_per_node": ranks,
+                    "launcher": "plain",
+                }
+                running.append(server.call("POST", "jobs", body)["id"])
             wait_until(running_at_least(server, count), 120, f"{count} running jobs")
-            time.sleep(1.0)  # settle: the first refreshes after a submit read more
+            time.sleep(1.5)  # settle: the first refreshes after a submit read more
             cpu, wall = server.cpu_seconds(), time.monotonic()
             time.sleep(seconds)
             used, elapsed = server.cpu_seconds() - cpu, time.monotonic() - wall
             refreshes = elapsed / 0.5  # the tracker refreshes every refresh_interval
-            per_refresh = used / refreshes * 1000
-            columns["CPU ms/refresh"].append(per_refresh)
-            columns["CPU ms/rank"].append(per_refresh / (count * ranks))
-        report(out, "running jobs tracker", "ranks", [float(c * ranks) for c in counts], columns)
+            per_refresh.append(used / refreshes * 1000)
     finally:
         for job_id in running:
             with contextlib.suppress(OSError):
                 server.call("DELETE", f"jobs/{job_id}")
         server.stop()
+    return per_refresh
+
+
+def bench_running(counts: list[int], ranks: int, seconds: float, out: Path) -> None:
+    """The tracker's CPU with silent ranks (state only) and with ranks printing a step line
+    every 0.2 s (the same plus progress parsing and the watchdog's step clocks)."""
+    silent = tracker_cpu(counts, ranks, seconds, ["/bin/sleep", "3600"])
+    steps = tracker_cpu(counts, ranks, seconds, ["stepper.py"])
+    work = [float(c * ranks) for c in counts]
+    columns = {
+        "silent ms/refresh": silent,
+        "steps ms/refresh": steps,
+        "steps us/rank": [cost / w * 1000 for cost, w in zip(steps, work, strict=True)],
+        "parse+clock ms": [max(0.0, a - b) for a, b in zip(steps, silent, strict=True)],
+    }
+    report(out, "running jobs tracker", "ranks", work, columns)
+
+
+def sinfo_document(count: int) -> dict:
+    """`sinfo --json` (Slurm 22.05's keys) of `count` 8-GPU nodes, half of them busy."""
+    nodes = [
+        {
+            "name": f"gpu-{i:05d}",
+            "state": "mixed" if i % 2 else "idle",
+            "state_flags": ["DRAIN"] if i % 97 == 0 else [],
+            "reason": "GPU 3 fails its health check" if i % 97 == 0 else "",
+            "cpus": 192,
+            "real_memory": 2000000,
+            "gres": "gpu:h100:8",
+            "gres_used": f"gpu:h100:{8 if i % 2 else 0}(IDX:0-7)",
+            "partitions": ["train", "debug"] if i % 10 == 0 else ["train"],
+            "active_features": "h100,efa",
+        }
+        for i in range(count)
+    ]
+    return {"meta": {}, "errors": [], "nodes": nodes}
+
+
+def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
+    """`list_nodes()` and its REST body as the cluster grows, on the doubles: Slurm's (a
+    `sinfo` that prints a recorded `sinfo --json`; the backend's cache off: the parse is timed)
+    and the Kubernetes API server's (tests/kubernetes/emulator.py, over HTTP, the watch cache)."""
+    sys.path.insert(0, str(REPO))
+    from pydantic import TypeAdapter
+    from traitlets.config import Config
+
+    from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+    from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+    from jupyter_hyperpod.core.models import Node
+    from jupyter_hyperpod.core.settings import HyperPodSettings
+    from tests.kubernetes.conftest import node_object
+    from tests.kubernetes.emulator import EmulatorThread
+
+    body = TypeAdapter(list[Node])
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-nodes-"))
+    columns: dict[str, list[float]] = {
+        "sinfo (cat) ms": [],
+        "Slurm list ms": [],
+        "Slurm +JSON ms": [],
+        "k8s cache ms": [],
+        "k8s +JSON ms": [],
+    }
+
+    def p50(function: Callable[[], object]) -> float:
+        function()
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            function()
+            times.append((time.perf_counter() - started) * 1000)
+        return percentile(times, 0.5)
+
+    emulator = EmulatorThread()
+    emulator.start()
+    try:
+        bin_dir = work / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "scontrol").write_text("#!/bin/sh\nprintf 'ClusterName = double\\n'\n")
+        (bin_dir / "sinfo").write_text(f"#!/bin/sh\nexec cat {work / 'sinfo.json'}\n")
+        for name in ("scontrol", "sinfo"):
+            (bin_dir / name).chmod(0o755)
+        config = Config()
+        config.HyperPodSettings.shared_fs_root = str(work)
+        config.SlurmOrchestrator.bin_dir = str(bin_dir)
+        config.SlurmOrchestrator.node_cache_seconds = 0.0
+        slurm = SlurmOrchestrator(settings=HyperPodSettings(config=config))
+        kubeconfig = emulator.write_kubeconfig(work / "kubeconfig")
+        config = Config()
+        config.HyperPodSettings.shared_fs_root = str(work)
+        config.KubernetesOrchestrator.kubeconfig = str(kubeconfig)
+        config.KubernetesOrchestrator.image = "bench:latest"
+        kubernetes = KubernetesOrchestrator(settings=HyperPodSettings(config=config))
+        added = 0
+        for count in counts:
+            (work / "sinfo.json").write_text(json.dumps(sinfo_document(count)))
+            emulator.put_many("v1/nodes", [node_object(i) for i in range(added, count)])
+            added = count
+            assert len(slurm.list_nodes()) == count
+            wait_until(lambda c=count: len(kubernetes.list_nodes()) == c, 120, f"{count} nodes")
+            columns["sinfo (cat) ms"].append(
+                p50(lambda: subprocess.run([str(bin_dir / "sinfo")], capture_output=True))
+            )
+            columns["Slurm list ms"].append(p50(slurm.list_nodes))
+            columns["Slurm +JSON ms"].append(p50(lambda: body.dump_json(slurm.list_nodes())))
+            columns["k8s cache ms"].append(p50(kubernetes.list_nodes))
+            columns["k8s +JSON ms"].append(p50(lambda: body.dump_json(kubernetes.list_nodes())))
+        kubernetes.close()
+        slurm.close()
+    finally:
+        emulator.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    report(out, "cluster nodes", "nodes", [float(c) for c in counts], columns)
 
 
 def follow(port: int, job_id: str, into: dict, ready: threading.Barrier) -> None:
@@ -351,6 +473,26 @@ def follow(port: int, job_id: str, into: dict, ready: threading.Barrier) -> None
     into.update(lines=lines, latencies=late, total=total)
 
 
+CLIENT_PROCESSES = 8
+
+
+def followers(port: int, job_id: str, count: int, ready: Any, found: Any) -> None:
+    """`count` followers in threads of this (forked) process; their results onto `found`."""
+    results: list[dict] = [{} for _ in range(count)]
+    connected = threading.Barrier(count + 1)
+    threads = [
+        threading.Thread(target=follow, args=(port, job_id, results[i], connected))
+        for i in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    connected.wait()
+    ready.wait()
+    for thread in threads:
+        thread.join()
+    found.put(results)
+
+
 def bench_followers(counts: list[int], rate: float, seconds: float, out: Path) -> None:
     columns: dict[str, list[float]] = {
         "lines/s each": [],
@@ -367,18 +509,26 @@ def bench_followers(counts: list[int], rate: float, seconds: float, out: Path) -
                 {"name": "writer", "command": ["writer.py", str(rate), str(seconds), "3"]},
             )
             wait_until(in_state(server, job["id"], "RUNNING"), 60, "the writer to start")
-            results: list[dict] = [{} for _ in range(count)]
-            ready = threading.Barrier(count + 1)
-            threads = [
-                threading.Thread(target=follow, args=(server.port, job["id"], results[i], ready))
-                for i in range(count)
+            # The followers in several processes: 200 threads of one process take turns at its
+            # GIL (5 ms each), which would be the clients' latency, not the server's.
+            processes = min(count, CLIENT_PROCESSES)
+            context = multiprocessing.get_context("fork")
+            ready = context.Barrier(processes + 1)
+            found = context.Queue()
+            shares = [count // processes + (i < count % processes) for i in range(processes)]
+            clients = [
+                context.Process(target=followers, args=(server.port, job["id"], n, ready, found))
+                for n in shares
             ]
-            for thread in threads:
-                thread.start()
+            for client in clients:
+                client.start()
             ready.wait()
             cpu, wall = server.cpu_seconds(), time.monotonic()
-            for thread in threads:
-                thread.join()
+            results: list[dict] = []
+            for _ in clients:
+                results += found.get(timeout=seconds + 120)
+            for client in clients:
+                client.join()
             used, elapsed = server.cpu_seconds() - cpu, time.monotonic() - wall
             totals = {r.get("total") for r in results}
             total = max(t for t in totals if t is not None) if totals - {None} else 0
@@ -408,7 +558,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0, help="lines/s the followed job prints")
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "scale" / "out")
-    parser.add_argument("--only", default="history,running,followers")
+    parser.add_argument("--nodes", type=sizes, default=sizes("20,200,2000"))
+    parser.add_argument("--only", default="history,running,followers,nodes")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(","))
@@ -419,6 +570,8 @@ def main() -> None:
         bench_running(args.running, args.ranks, args.seconds, args.out)
     if "followers" in only:
         bench_followers(args.followers, args.rate, args.seconds, args.out)
+    if "nodes" in only:
+        bench_nodes(args.nodes, 20, args.out)
 
 
 if __name__ == "__main__":

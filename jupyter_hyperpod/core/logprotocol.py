@@ -40,6 +40,20 @@ CHUNK_BYTES = 1024 * 1024
 IDLE_WAIT_START = 0.01
 IDLE_WAIT_MAX = 0.1
 """Backoff between reads while nothing new arrives (reset by new data)."""
+STEPS_PER_SECOND = 4000
+"""The reads every follower of this process makes together while logs grow: past
+STEPS_PER_SECOND * IDLE_WAIT_START followers each waits longer after new data (200 followers:
+50 ms), so that 200 followers of a busy log cost a bounded share of the server, not 200 times
+one follower's polling."""
+_ACTIVE = [0]
+_ACTIVE_LOCK = threading.Lock()
+
+
+def _after_data() -> float:
+    """The wait after a read that brought data."""
+    return max(IDLE_WAIT_START, _ACTIVE[0] / STEPS_PER_SECOND)
+
+
 STATE_CHECK_SECONDS = 0.25
 """How often the job's state is looked at (from the store: never a backend call)."""
 MAX_OFFSET = 2**53 - 1
@@ -365,6 +379,7 @@ class Follow:
         self._checked = 0.0
         self._beat = clock()
         self._idle = IDLE_WAIT_START
+        self._counted = False
 
     @classmethod
     def for_request(
@@ -399,6 +414,10 @@ class Follow:
         with self._lock:
             if self._closed:
                 return
+            if not self._counted:
+                self._counted = True
+                with _ACTIVE_LOCK:
+                    _ACTIVE[0] += 1
             try:
                 for rank in self.offsets:
                     if rank not in self.readers:
@@ -411,6 +430,10 @@ class Follow:
         with self._lock:
             self._closed = True
             self._close_readers()
+            if self._counted:
+                self._counted = False
+                with _ACTIVE_LOCK:
+                    _ACTIVE[0] -= 1
 
     def _close_readers(self) -> None:
         readers, self.readers = self.readers, {}
@@ -459,7 +482,9 @@ class Follow:
             step.events.append(LogEvent(type="heartbeat", time=time.time()))
             self._beat = now
         if sent:
-            self._idle = IDLE_WAIT_START
+            self._idle = _after_data()
+            if self._idle > IDLE_WAIT_START:  # many followers: the next read waits its turn
+                step.wait = self._idle
         else:
             step.wait = self._idle
             self._idle = min(IDLE_WAIT_MAX, self._idle * 1.5)
