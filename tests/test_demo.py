@@ -175,4 +175,6 @@ def test_the_demo_command_runs_without_root_or_apt() -> None:
         shutil.rmtree(top, ignore_errors=True)
     # Progress was shown while installing, and nothing asked for root.
     assert "==> pip install -e .[demo]" in output and "Collecting" in output, output
+    # torch's build was chosen and said why (scripts/torch_build.py: the CPU build here).
+    assert "==> torch: " in output and "the CPU build" in output, output
     assert "apt-get" not in output and "Permission denied" not in output, output
