@@ -16,7 +16,8 @@ local backend), each series at growing sizes, each ending with the exponent k of
    lost), write-to-client latency p99, the server's CPU. Goal: 200 followers, p99 < 100 ms.
 4. A cluster of 20 / 200 / 2,000 nodes on the doubles: Slurm's `list_nodes()` over a `sinfo`
    printing a recorded `sinfo --json` (vs that sinfo alone) and the Kubernetes API server
-   double's (tests/kubernetes/emulator.py, watch cache), each also with the REST body's JSON.
+   double's (tests/kubernetes/emulator.py, watch cache), each also with the REST body's JSON;
+   Slurm's queue of one job per node (`queue()` over a recorded `squeue --json`).
 Prints figures only; nothing is asserted (the machine is shared: compare the exponents).
 """
 
@@ -369,6 +370,35 @@ def sinfo_document(count: int) -> dict:
     return {"meta": {}, "errors": [], "nodes": nodes}
 
 
+def squeue_document(count: int, work: Path) -> dict:
+    """`squeue --json` (Slurm 22.05's keys) of one running 8-GPU job per node of `count`, of
+    ten users; their output files under `work`."""
+    now = int(time.time())
+    jobs = [
+        {
+            "job_id": 1000 + i,
+            "name": f"train-{i}",
+            "user_name": f"user{i % 10}",
+            "user_id": 2000 + i % 10,
+            "job_state": "RUNNING" if i % 4 else "PENDING",
+            "state_reason": "None" if i % 4 else "Resources",
+            "node_count": 1,
+            "nodes": f"gpu-{i:05d}",
+            "partition": "train",
+            "priority": 4294901000 - i,
+            "submit_time": now - 3600,
+            "start_time": now - 1800,
+            "batch_flag": True,
+            "standard_output": str(work / f"slurm-{1000 + i}.out"),
+            "current_working_directory": str(work),
+            "tres_alloc_str": "cpu=192,mem=2000G,node=1,billing=192,gres/gpu=8",
+            "tres_req_str": "cpu=192,mem=2000G,node=1,billing=192,gres/gpu=8",
+        }
+        for i in range(count)
+    ]
+    return {"meta": {}, "errors": [], "jobs": jobs}
+
+
 def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
     """`list_nodes()` and its REST body as the cluster grows, on the doubles: Slurm's (a
     `sinfo` that prints a recorded `sinfo --json`; the backend's cache off: the parse is timed)
@@ -392,6 +422,8 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
         "Slurm +JSON ms": [],
         "k8s cache ms": [],
         "k8s +JSON ms": [],
+        "squeue (cat) ms": [],
+        "Slurm queue ms": [],
     }
 
     def p50(function: Callable[[], object]) -> float:
@@ -410,7 +442,8 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
         bin_dir.mkdir()
         (bin_dir / "scontrol").write_text("#!/bin/sh\nprintf 'ClusterName = double\\n'\n")
         (bin_dir / "sinfo").write_text(f"#!/bin/sh\nexec cat {work / 'sinfo.json'}\n")
-        for name in ("scontrol", "sinfo"):
+        (bin_dir / "squeue").write_text(f"#!/bin/sh\nexec cat {work / 'squeue.json'}\n")
+        for name in ("scontrol", "sinfo", "squeue"):
             (bin_dir / name).chmod(0o755)
         config = Config()
         config.HyperPodSettings.shared_fs_root = str(work)
@@ -426,6 +459,7 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
         added = 0
         for count in counts:
             (work / "sinfo.json").write_text(json.dumps(sinfo_document(count)))
+            (work / "squeue.json").write_text(json.dumps(squeue_document(count, work)))
             emulator.put_many("v1/nodes", [node_object(i) for i in range(added, count)])
             added = count
             assert len(slurm.list_nodes()) == count
@@ -437,12 +471,17 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
             columns["Slurm +JSON ms"].append(p50(lambda: body.dump_json(slurm.list_nodes())))
             columns["k8s cache ms"].append(p50(kubernetes.list_nodes))
             columns["k8s +JSON ms"].append(p50(lambda: body.dump_json(kubernetes.list_nodes())))
+            assert len(slurm.queue().jobs) == count
+            columns["squeue (cat) ms"].append(
+                p50(lambda: subprocess.run([str(bin_dir / "squeue")], capture_output=True))
+            )
+            columns["Slurm queue ms"].append(p50(slurm.queue))
         kubernetes.close()
         slurm.close()
     finally:
         emulator.stop()
         shutil.rmtree(work, ignore_errors=True)
-    report(out, "cluster nodes", "nodes", [float(c) for c in counts], columns)
+    report(out, "cluster nodes and queue", "nodes", [float(c) for c in counts], columns)
 
 
 def follow(port: int, job_id: str, into: dict, ready: threading.Barrier) -> None:
