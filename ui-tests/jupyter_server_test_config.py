@@ -34,6 +34,8 @@ c.HyperPodSettings.orchestrator = "local"  # noqa: F821
 c.HyperPodSettings.shared_fs_root = str(fs_root)  # noqa: F821
 c.HyperPodSettings.job_store = str(state / "jobs.sqlite")  # noqa: F821
 c.HyperPodSettings.mlflow_tracking_uri = f"sqlite:///{state / 'mlflow.db'}"  # noqa: F821
+# Where "Open in MLflow" links go (no UI runs there: the tests read the links).
+c.HyperPodSettings.mlflow_ui_url = "http://127.0.0.1:5000"  # noqa: F821
 os.environ["HYPERPOD_FS_ROOT"] = str(fs_root)
 
 # Always test this checkout's build: extra paths come first, so it wins over an installed copy
