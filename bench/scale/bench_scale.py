@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import http.client
 import json
 import math
@@ -463,7 +464,11 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
             emulator.put_many("v1/nodes", [node_object(i) for i in range(added, count)])
             added = count
             assert len(slurm.list_nodes()) == count
-            wait_until(lambda c=count: len(kubernetes.list_nodes()) == c, 120, f"{count} nodes")
+            wait_until(
+                functools.partial(lambda c: len(kubernetes.list_nodes()) == c, count),
+                120,
+                f"{count} nodes",
+            )
             columns["sinfo (cat) ms"].append(
                 p50(lambda: subprocess.run([str(bin_dir / "sinfo")], capture_output=True))
             )
