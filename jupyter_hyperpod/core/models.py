@@ -548,6 +548,40 @@ class StackDump(BaseModel):
     ranks: list[RankStack]
 
 
+class SnapshotReference(BaseModel):
+    """A large directory (a model's, a data set's) a snapshot names instead of copying."""
+
+    path: str = Field(description="Partition-relative path")
+    size: int = Field(description="Bytes below it at submit")
+    mtime: float = Field(description="Its newest file's modification time at submit (Unix time)")
+
+
+class JobSnapshot(BaseModel):
+    """What a job ran (#24 item 1): its workdir's files as they were at submit, content-addressed
+    in the partition; the job runs from `tree`."""
+
+    tree: str = Field(description="Partition-relative directory the job runs from")
+    workdir: str = Field(description="The workdir it was taken from, partition-relative")
+    commit: str | None = Field(
+        None, description="The git commit, when the workdir is in a repository"
+    )
+    dirty: bool = Field(
+        False, description="Uncommitted changes were in the workdir (and the snapshot)"
+    )
+    files: int = Field(description="Files copied")
+    bytes: int = Field(description="Bytes copied")
+    referenced: list[SnapshotReference] = Field(
+        default_factory=list, description="Large directories named, not copied"
+    )
+    configs: list[str] = Field(
+        default_factory=list, description="Config files resolved (${VAR} expanded, --set applied)"
+    )
+    freeze_sha256: str | None = Field(
+        None, description="SHA-256 of the cluster interpreter's pip freeze; null when unknown"
+    )
+    diff_sha256: str | None = Field(None, description="SHA-256 of the uncommitted diff")
+
+
 class Job(BaseModel):
     id: str
     name: str
@@ -579,6 +613,9 @@ class Job(BaseModel):
         "operator), decided by the backend; null when it has none",
     )
     mlflow_run_url: str | None = None
+    snapshot: JobSnapshot | None = Field(
+        None, description="What the job ran: its workdir's snapshot at submit; null before #24"
+    )
     stale_reason: str | None = Field(
         None,
         description="Set while the orchestrator cannot be asked: why; the state is the last known",

@@ -2464,6 +2464,11 @@ export interface components {
        */
       mlflow_run_url: string | null;
       /**
+       * @description What the job ran: its workdir's snapshot at submit; null before #24
+       * @default null
+       */
+      snapshot: components['schemas']['JobSnapshot'] | null;
+      /**
        * Stale Reason
        * @description Set while the orchestrator cannot be asked: why; the state is the last known
        * @default null
@@ -2597,6 +2602,67 @@ export interface components {
        * @default
        */
       source: string;
+    };
+    /**
+     * JobSnapshot
+     * @description What a job ran (#24 item 1): its workdir's files as they were at submit, content-addressed
+     *     in the partition; the job runs from `tree`.
+     */
+    JobSnapshot: {
+      /**
+       * Tree
+       * @description Partition-relative directory the job runs from
+       */
+      tree: string;
+      /**
+       * Workdir
+       * @description The workdir it was taken from, partition-relative
+       */
+      workdir: string;
+      /**
+       * Commit
+       * @description The git commit, when the workdir is in a repository
+       * @default null
+       */
+      commit: string | null;
+      /**
+       * Dirty
+       * @description Uncommitted changes were in the workdir (and the snapshot)
+       * @default false
+       */
+      dirty: boolean;
+      /**
+       * Files
+       * @description Files copied
+       */
+      files: number;
+      /**
+       * Bytes
+       * @description Bytes copied
+       */
+      bytes: number;
+      /**
+       * Referenced
+       * @description Large directories named, not copied
+       */
+      referenced: components['schemas']['SnapshotReference'][];
+      /**
+       * Configs
+       * @description Config files resolved (${VAR} expanded, --set applied)
+       */
+      configs: string[];
+      /**
+       * Freeze Sha256
+       * @description SHA-256 of the cluster interpreter's pip freeze; null when unknown
+       * @default null
+       */
+      freeze_sha256: string | null;
+      /**
+       * Diff Sha256
+       * @description SHA-256 of the uncommitted diff
+       * @default null
+       */
+      diff_sha256: string | null;
     };
     /**
      * JobSpec
@@ -3440,6 +3506,27 @@ export interface components {
        * @default null
        */
       delta: number | null;
+    };
+    /**
+     * SnapshotReference
+     * @description A large directory (a model's, a data set's) a snapshot names instead of copying.
+     */
+    SnapshotReference: {
+      /**
+       * Path
+       * @description Partition-relative path
+       */
+      path: string;
+      /**
+       * Size
+       * @description Bytes below it at submit
+       */
+      size: number;
+      /**
+       * Mtime
+       * @description Its newest file's modification time at submit (Unix time)
+       */
+      mtime: number;
     };
     /**
      * StackDump

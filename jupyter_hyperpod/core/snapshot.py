@@ -1,0 +1,400 @@
+"""What a job ran: a content-addressed snapshot of its workdir, config and environment, taken
+at submit, from which the job then runs (#24 item 1).
+
+In a git repository the snapshot is the tracked files plus the untracked ones git does not
+ignore, as they are on disk (so the uncommitted diff is in it, and kept as text too), with the
+commit; elsewhere every file below the admin's size limit. A file over `reference_bytes` is
+never copied: its directory (a model's or a data set's) is referenced by path, size and mtime,
+and the snapshot's tree links to it. Objects live once in the partition under
+`.hyperpod/snapshots/objects/` (named by their SHA-256); a job's tree under
+`.hyperpod/snapshots/<job id>/tree/` is hard links to them (a copy where links fail), so an
+edit of the workdir after submit changes nothing the job sees. Removing a job's snapshot
+removes the objects no other snapshot names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InvalidRequest
+from .models import JobSnapshot, SnapshotReference
+from .partition import Partition
+
+SNAPSHOTS_DIR = ".hyperpod/snapshots"
+OBJECTS = "objects"
+MANIFEST = "manifest.json"
+TREE = "tree"
+SKIPPED = {".git", ".hyperpod", "__pycache__", ".ipynb_checkpoints"}
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_CHUNK = 1 << 20
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
+@dataclass
+class _File:
+    path: str  # relative to the workdir, POSIX
+    source: Path
+    size: int
+    executable: bool
+
+
+@dataclass
+class _Plan:
+    files: list[_File] = field(default_factory=list)
+    referenced: list[SnapshotReference] = field(default_factory=list)
+    commit: str | None = None
+    dirty: bool = False
+    diff: str = ""
+
+
+class FreezeCache:
+    """`python -m pip freeze` of an interpreter, kept while its path and mtime stay the same
+    (a submit then costs a stat, not a pip run)."""
+
+    def __init__(self, run: Callable[[Sequence[str]], str] | None = None) -> None:
+        self._run = run or _run_freeze
+        self._cache: dict[tuple[str, int], str | None] = {}
+
+    def freeze(self, python: str) -> str | None:
+        found = shutil.which(python)
+        if not found:
+            return None  # not on this machine (a cluster-only path): nothing to record
+        real = os.path.realpath(found)
+        key = (real, os.stat(real).st_mtime_ns)
+        if key not in self._cache:
+            try:
+                self._cache[key] = self._run([real, "-m", "pip", "freeze"])
+            except (OSError, subprocess.SubprocessError):
+                self._cache[key] = None
+        return self._cache[key]
+
+
+def _run_freeze(argv: Sequence[str]) -> str:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=True).stdout
+
+
+def _git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(workdir), *args], capture_output=True, text=True, timeout=30
+    )
+
+
+def resolved_configs(
+    command: Sequence[str], workdir: Path, partition: Partition, env: Mapping[str, str]
+) -> dict[str, str]:
+    """The `--config FILE` of a command as the training module will read it: `${VAR}` and
+    `${VAR:-default}` expanded from the job's environment over the server's, `--set key=value`
+    applied. YAML text by config path (relative to the workdir)."""
+    configs: dict[str, str] = {}
+    overrides: dict[str, Any] = {}
+    names: list[str] = []
+    items = list(command)
+    for index, item in enumerate(items[:-1]):
+        if item == "--config":
+            names.append(items[index + 1])
+        elif item == "--set" and "=" in items[index + 1]:
+            key, _, value = items[index + 1].partition("=")
+            overrides[key.strip()] = yaml.safe_load(value)
+    variables = {**os.environ, **env}
+
+    def expand(value: Any) -> Any:
+        if isinstance(value, str):
+            return _ENV.sub(lambda m: variables.get(m.group(1), m.group(2) or ""), value)
+        if isinstance(value, dict):
+            return {key: expand(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [expand(item) for item in value]
+        return value
+
+    for name in names:
+        path = partition.resolve(partition.relative(workdir / name), field="command")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue  # the job reports its own config error; the snapshot keeps the file
+        if isinstance(data, dict):
+            data = {**expand(data), **overrides}
+            configs[name] = yaml.safe_dump(data, sort_keys=False)
+    return configs
+
+
+class Snapshotter:
+    """Takes, materializes and removes job snapshots in one partition."""
+
+    def __init__(
+        self,
+        partition: Partition,
+        *,
+        max_bytes: int,
+        reference_bytes: int,
+        freeze: FreezeCache | None = None,
+    ) -> None:
+        """`max_bytes`: the most a snapshot may copy (the admin's limit); `reference_bytes`: a
+        file this large is referenced with its directory, never copied."""
+        self.partition = partition
+        self.max_bytes = max_bytes
+        self.reference_bytes = reference_bytes
+        self.freeze = freeze or FreezeCache()
+
+    @property
+    def root(self) -> Path:
+        return self.partition.root / SNAPSHOTS_DIR
+
+    def tree(self, job_id: str) -> Path:
+        return self.root / job_id / TREE
+
+    # -- planning ----------------------------------------------------------------------
+    def _git_plan(self, workdir: Path) -> _Plan | None:
+        top = _git(workdir, "rev-parse", "--show-toplevel")
+        if top.returncode != 0:
+            return None
+        listed = _git(workdir, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        if listed.returncode != 0:
+            return None
+        plan = _Plan()
+        head = _git(workdir, "rev-parse", "HEAD")
+        plan.commit = head.stdout.strip() if head.returncode == 0 else None
+        plan.dirty = bool(_git(workdir, "status", "--porcelain", "--", ".").stdout.strip())
+        if plan.commit:
+            plan.diff = _git(workdir, "diff", "HEAD", "--", ".").stdout
+        big: dict[str, list[Path]] = {}
+        for name in sorted(set(listed.stdout.split("\0")) - {""}):
+            source = workdir / name
+            try:
+                info = source.lstat()
+            except OSError:
+                continue  # deleted in the work tree: not in what runs
+            if not source.is_file() or source.is_symlink():
+                continue
+            if info.st_size >= self.reference_bytes:
+                big.setdefault(os.path.dirname(name) or name, []).append(source)
+                continue
+            plan.files.append(_File(name, source, info.st_size, bool(info.st_mode & 0o111)))
+        self._reference(plan, workdir, big)
+        return plan
+
+    def _walk_plan(self, workdir: Path) -> _Plan:
+        plan = _Plan()
+        big: dict[str, list[Path]] = {}
+        for current, dirs, files in os.walk(workdir):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+            here = Path(current)
+            relative = here.relative_to(workdir).as_posix()
+            stats = [(name, (here / name).lstat()) for name in sorted(files)]
+            large = [name for name, info in stats if info.st_size >= self.reference_bytes]
+            if large and relative != ".":
+                big[relative] = [here]
+                dirs[:] = []
+                continue
+            for name, info in stats:
+                rel = name if relative == "." else f"{relative}/{name}"
+                if not (here / name).is_file() or (here / name).is_symlink():
+                    continue
+                if name in large:
+                    big[rel] = [here / name]
+                    continue
+                plan.files.append(_File(rel, here / name, info.st_size, bool(info.st_mode & 0o111)))
+        self._reference(plan, workdir, big)
+        return plan
+
+    def _reference(self, plan: _Plan, workdir: Path, big: dict[str, list[Path]]) -> None:
+        for relative in sorted(big):
+            target = workdir / relative
+            size, mtime = 0, 0.0
+            for path in _files_below(target):
+                info = path.stat()
+                size += info.st_size
+                mtime = max(mtime, info.st_mtime)
+            plan.referenced.append(
+                SnapshotReference(path=self.partition.relative(target), size=size, mtime=mtime)
+            )
+        inside = [ref.path for ref in plan.referenced]
+        plan.files = [
+            item
+            for item in plan.files
+            if not any(
+                self.partition.relative(workdir / item.path).startswith(prefix + "/")
+                for prefix in inside
+            )
+        ]
+
+    def _check_limit(self, plan: _Plan, workdir: Path) -> None:
+        total = sum(item.size for item in plan.files)
+        if total <= self.max_bytes:
+            return
+        largest = sorted(plan.files, key=lambda item: item.size, reverse=True)[:5]
+        shown = ", ".join(f"{item.path} ({_mib(item.size)})" for item in largest)
+        raise InvalidRequest(
+            f"the workdir's snapshot would copy {_mib(total)}, over the limit of "
+            f"{_mib(self.max_bytes)} (HyperPodApp.snapshot_max_bytes); the largest files: "
+            f"{shown}. Move data and models into a directory of their own (a file of "
+            f"{_mib(self.reference_bytes)} or more is referenced with its directory, not "
+            "copied), or ask your admin to raise the limit",
+            field="workdir",
+        )
+
+    # -- taking ------------------------------------------------------------------------
+    def take(
+        self,
+        job_id: str,
+        workdir: Path,
+        *,
+        spec: Mapping[str, Any],
+        command: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        python: str | None = None,
+    ) -> JobSnapshot:
+        """Snapshot `workdir` for `job_id` (refused with a 400 over the limit, creating
+        nothing) and materialize its tree; returns what the job record shows."""
+        plan = self._git_plan(workdir) or self._walk_plan(workdir)
+        self._check_limit(plan, workdir)
+        configs = resolved_configs(command, workdir, self.partition, env or {})
+        freeze = self.freeze.freeze(python) if python else None
+        objects = self.root / OBJECTS
+        objects.mkdir(parents=True, exist_ok=True)
+        entries: dict[str, dict[str, Any]] = {}
+        for item in plan.files:
+            digest = self._store_file(item.source, item.executable)
+            entries[item.path] = {"sha256": digest, "size": item.size, "x": item.executable}
+        extras = {
+            "diff": self._store_text(plan.diff) if plan.diff else None,
+            "freeze": self._store_text(freeze) if freeze is not None else None,
+            "configs": {name: self._store_text(text) for name, text in configs.items()},
+        }
+        home = self.root / job_id
+        tree = home / TREE
+        tree.mkdir(parents=True)
+        for path, entry in entries.items():
+            target = tree / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _link(self._object(entry["sha256"], entry["x"]), target)
+        base = self.partition.relative(workdir)
+        for ref in plan.referenced:
+            link = tree / (posixpath.relpath(ref.path, base) if base else ref.path)
+            if not link.exists():
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(self.partition.root / ref.path)
+        # What the snapshot leaves out (git-ignored outputs, data, models) stays reachable
+        # where the job looks for it: a link to the live entry.
+        for live in workdir.iterdir():
+            if live.name not in SKIPPED and not os.path.lexists(tree / live.name):
+                (tree / live.name).symlink_to(live)
+        snapshot = JobSnapshot(
+            tree=f"{SNAPSHOTS_DIR}/{job_id}/{TREE}",
+            workdir=self.partition.relative(workdir),
+            commit=plan.commit,
+            dirty=plan.dirty,
+            files=len(entries),
+            bytes=sum(item.size for item in plan.files),
+            referenced=plan.referenced,
+            configs=sorted(configs),
+            freeze_sha256=extras["freeze"],
+            diff_sha256=extras["diff"],
+        )
+        manifest = {
+            "snapshot": snapshot.model_dump(mode="json"),
+            "spec": dict(spec),
+            "files": entries,
+            "configs": extras["configs"],
+        }
+        (home / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        return snapshot
+
+    def manifest(self, job_id: str) -> dict[str, Any]:
+        return json.loads((self.root / job_id / MANIFEST).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+    def text(self, digest: str) -> str:
+        return self._object(digest, False).read_text(encoding="utf-8")
+
+    def _object(self, digest: str, executable: bool) -> Path:
+        return self.root / OBJECTS / digest[:2] / (digest + (".x" if executable else ""))
+
+    def _store_file(self, source: Path, executable: bool) -> str:
+        hasher = hashlib.sha256()
+        with source.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(_CHUNK), b""):
+                hasher.update(chunk)
+        digest = hasher.hexdigest()
+        target = self._object(digest, executable)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + f".{os.getpid()}.part")
+            shutil.copyfile(source, partial)
+            os.chmod(partial, 0o555 if executable else 0o444)
+            os.replace(partial, target)
+        return digest
+
+    def _store_text(self, text: str) -> str:
+        data = text.encode("utf-8")
+        digest = hashlib.sha256(data).hexdigest()
+        target = self._object(digest, False)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + f".{os.getpid()}.part")
+            partial.write_bytes(data)
+            os.chmod(partial, 0o444)
+            os.replace(partial, target)
+        return digest
+
+    # -- removing ----------------------------------------------------------------------
+    def remove(self, job_id: str) -> int:
+        """Remove `job_id`'s snapshot and the objects no other snapshot names; the number of
+        objects removed."""
+        home = self.root / job_id
+        if not home.is_dir():
+            return 0
+        shutil.rmtree(home)
+        kept: set[str] = set()
+        for manifest in self.root.glob(f"*/{MANIFEST}"):
+            try:
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return 0  # unreadable: keep every object rather than guess
+            kept.update(_names_of(data))
+        removed = 0
+        for path in (self.root / OBJECTS).glob("*/*"):
+            if path.name not in kept and not path.name.endswith(".part"):
+                path.unlink()
+                removed += 1
+        return removed
+
+
+def _names_of(data: dict[str, Any]) -> Iterator[str]:
+    for entry in data.get("files", {}).values():
+        yield entry["sha256"] + (".x" if entry.get("x") else "")
+    snapshot = data.get("snapshot", {})
+    for key in ("freeze_sha256", "diff_sha256"):
+        if snapshot.get(key):
+            yield snapshot[key]
+    yield from data.get("configs", {}).values()
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _files_below(path: Path) -> Iterator[Path]:
+    if path.is_file():
+        yield path
+        return
+    for current, _dirs, files in os.walk(path):
+        for name in files:
+            yield Path(current) / name

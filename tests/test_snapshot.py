@@ -1,0 +1,153 @@
+"""Snapshots at submit (#24 item 1), on real files and a real git: what is copied, referenced,
+deduplicated, refused and removed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from jupyter_hyperpod.core.errors import InvalidRequest
+from jupyter_hyperpod.core.partition import Partition
+from jupyter_hyperpod.core.snapshot import FreezeCache, Snapshotter, _run_freeze
+
+MIB = 1 << 20
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def snapshotter(root: Path, **limits: int) -> Snapshotter:
+    partition = Partition(root)
+    partition.ensure()
+    return Snapshotter(
+        partition,
+        max_bytes=limits.get("max_bytes", 10 * MIB),
+        reference_bytes=limits.get("reference_bytes", 4 * MIB),
+        freeze=FreezeCache(lambda argv: "pkg==1.0\n"),
+    )
+
+
+def project(root: Path) -> Path:
+    work = root / "proj"
+    (work / "src").mkdir(parents=True)
+    (work / "train.py").write_text("print('v1')\n")
+    (work / "src" / "lib.py").write_text("X = 1\n")
+    (work / "run.sh").write_text("echo hi\n")
+    (work / "run.sh").chmod(0o755)
+    return work
+
+
+def test_git_workdir_keeps_commit_diff_and_untracked_files(tmp_path: Path) -> None:
+    snap = snapshotter(tmp_path)
+    work = project(tmp_path)
+    (work / ".gitignore").write_text("outputs/\n")
+    git(work, "init", "-q")
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "first")
+    commit = git(work, "rev-parse", "HEAD").strip()
+    (work / "train.py").write_text("print('v2')\n")  # uncommitted
+    (work / "notes.py").write_text("N = 1\n")  # untracked, not ignored
+    (work / "outputs").mkdir()
+    (work / "outputs" / "ckpt.bin").write_bytes(b"x" * 100)  # ignored
+
+    shot = snap.take("job-1", work.resolve(), spec={"name": "job"}, python=sys.executable)
+
+    assert shot.commit == commit and shot.dirty
+    tree = tmp_path / shot.tree
+    assert (tree / "train.py").read_text() == "print('v2')\n"
+    assert (tree / "notes.py").exists() and (tree / "src" / "lib.py").exists()
+    assert os.access(tree / "run.sh", os.X_OK)
+    assert (tree / "outputs").is_symlink()  # ignored: the live directory, not a copy
+    assert shot.files == 5  # .gitignore, notes.py, run.sh, src/lib.py, train.py
+    assert shot.bytes == sum((work / p).stat().st_size for p in snap.manifest("job-1")["files"])
+    assert shot.diff_sha256 and "+print('v2')" in snap.text(shot.diff_sha256)
+    assert shot.freeze_sha256 and snap.text(shot.freeze_sha256) == "pkg==1.0\n"
+
+    # An edit after submit (the job PENDING) changes nothing the job runs.
+    (work / "train.py").write_text("print('v3')\n")
+    (work / "src" / "lib.py").unlink()
+    assert (tree / "train.py").read_text() == "print('v2')\n"
+    assert (tree / "src" / "lib.py").read_text() == "X = 1\n"
+
+
+def test_large_model_directory_is_referenced_not_copied(tmp_path: Path) -> None:
+    snap = snapshotter(tmp_path)
+    work = project(tmp_path)
+    model = work / "models" / "base"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    with (model / "model.safetensors").open("wb") as handle:
+        handle.truncate(30 * (1 << 30))  # sparse: 30 GiB that cost nothing
+    shot = snap.take("job-1", work.resolve(), spec={})
+    assert [ref.path for ref in shot.referenced] == ["proj/models/base"]
+    assert shot.referenced[0].size == 30 * (1 << 30) + 2
+    assert shot.bytes < MIB
+    tree = tmp_path / shot.tree
+    assert (tree / "models" / "base").is_symlink()
+    assert (tree / "models" / "base" / "config.json").read_text() == "{}"
+
+
+def test_over_the_limit_is_refused_naming_it_and_creates_nothing(tmp_path: Path) -> None:
+    snap = snapshotter(tmp_path, max_bytes=MIB, reference_bytes=8 * MIB)
+    work = project(tmp_path)
+    (work / "blob.bin").write_bytes(b"y" * (2 * MIB))
+    with pytest.raises(InvalidRequest) as error:
+        snap.take("job-1", work.resolve(), spec={})
+    message = error.value.message
+    assert "over the limit of 1.0 MiB" in message and "blob.bin (2.0 MiB)" in message
+    assert error.value.status == 400
+    assert not snap.root.exists() or not any(snap.root.rglob("*"))
+
+
+def test_objects_are_shared_and_removed_with_the_last_snapshot(tmp_path: Path) -> None:
+    snap = snapshotter(tmp_path)
+    work = project(tmp_path).resolve()
+    snap.take("job-1", work, spec={})
+    objects = sorted(p.name for p in (snap.root / "objects").rglob("*") if p.is_file())
+    snap.take("job-2", work, spec={})
+    assert sorted(p.name for p in (snap.root / "objects").rglob("*") if p.is_file()) == objects
+    assert snap.remove("job-1") == 0
+    assert (snap.tree("job-2") / "train.py").read_text() == "print('v1')\n"
+    assert snap.remove("job-2") == len(objects) == 3
+    assert not (snap.root / "job-2").exists()
+
+
+def test_config_is_resolved_with_env_and_overrides(tmp_path: Path) -> None:
+    snap = snapshotter(tmp_path)
+    work = project(tmp_path)
+    (work / "args.yaml").write_text(
+        'mlflow_uri: "${MLFLOW_ARN}"\noutput_dir: "${OUT:-./out}"\nlearning_rate: 1e-4\n'
+    )
+    command = ["python", "-m", "x", "train", "--config", "args.yaml", "--set", "learning_rate=2e-4"]
+    shot = snap.take(
+        "job-1", work.resolve(), spec={}, command=command, env={"MLFLOW_ARN": "arn:aws:x"}
+    )
+    assert shot.configs == ["args.yaml"]
+    text = snap.text(snap.manifest("job-1")["configs"]["args.yaml"])
+    assert "mlflow_uri: arn:aws:x" in text and "output_dir: ./out" in text
+    assert "learning_rate: 2e-4" in text  # --set wins (coerced by the training module)
+
+
+def test_pip_freeze_runs_once_per_interpreter_and_mtime(tmp_path: Path) -> None:
+    calls: list[Sequence[str]] = []
+
+    def counted(argv: Sequence[str]) -> str:
+        calls.append(argv)
+        return _run_freeze(argv)
+
+    cache = FreezeCache(counted)
+    first = cache.freeze(sys.executable)
+    assert first is not None and "pydantic==" in first
+    assert cache.freeze(sys.executable) == first and len(calls) == 1
+    assert cache.freeze("no-such-python-here") is None
