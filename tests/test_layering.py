@@ -6,7 +6,7 @@
   lazily inside a function (data-only `*.models` modules that import only core are ground), the
   service included: it is given its adapters by the composition root (`wiring.py`, through the
   protocols of `core/adapters.py`);
-- the adapters (backends, files, templates, aws, gpu, metrics, progress) never import the
+- the adapters (backends, templates, aws, gpu, metrics, progress) never import the
   service or an entry point; the REST client imports only `core` (and REST models); nothing
   imports the CLI but the CLI and the magics (so `doctor` does not).
 """
@@ -38,7 +38,6 @@ ENTRY_POINTS = (
 )
 ADAPTERS = (
     "jupyter_hyperpod.backends",
-    "jupyter_hyperpod.files",
     "jupyter_hyperpod.templates",
     "jupyter_hyperpod.aws",
     "jupyter_hyperpod.gpu",
@@ -246,12 +245,14 @@ def test_the_checks_catch_what_they_should() -> None:
     """The rules fail on the mistakes they exist for (a check that cannot fail checks nothing)."""
     edges = dict(graph())
     edges["jupyter_hyperpod.core.models"] = edges["jupyter_hyperpod.core.models"] | {
-        "jupyter_hyperpod.files"
+        "jupyter_hyperpod.templates"
     }
     edges[SERVICE] = edges[SERVICE] | {"jupyter_hyperpod.handlers", "jupyter_hyperpod.gpu"}
     edges["jupyter_hyperpod.doctor"] = edges["jupyter_hyperpod.doctor"] | {"jupyter_hyperpod.cli"}
     found = violations(edges)
-    assert "core imports upward: jupyter_hyperpod.core.models -> jupyter_hyperpod.files" in found
+    assert (
+        "core imports upward: jupyter_hyperpod.core.models -> jupyter_hyperpod.templates" in found
+    )
     assert any("core imports an entry point" in p and "handlers" in p for p in found)
     assert f"core imports upward: {SERVICE} -> jupyter_hyperpod.gpu" in found
     assert any("only the CLI and the magics" in p and "doctor" in p for p in found)

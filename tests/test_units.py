@@ -10,8 +10,8 @@ import pytest
 from jupyter_hyperpod.backends.base import FileLogReader
 from jupyter_hyperpod.core.errors import InvalidRequest, PathNotAllowed
 from jupyter_hyperpod.core.logprotocol import complete_utf8, parse_offsets
+from jupyter_hyperpod.core.partition import Partition, partition_dir
 from jupyter_hyperpod.core.settings import HyperPodSettings, studio_user_profile
-from jupyter_hyperpod.files import Partition, partition_dir
 from jupyter_hyperpod.templates import TemplateContext, get_template
 
 

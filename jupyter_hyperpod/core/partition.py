@@ -1,5 +1,4 @@
-"""The user's partition of the shared file system: the only place that resolves user-given paths
-(`jupyter_hyperpod.files` is this module under its old name).
+"""The user's partition of the shared file system: the only place that resolves user-given paths.
 
 Every path from a client, and every path-like template parameter, is partition-relative; it is
 checked (text, length), resolved (symlinks included) and refused unless the result stays inside

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_hyperpod import files
-from jupyter_hyperpod.files import Partition
+from jupyter_hyperpod.core import partition as partition_module
+from jupyter_hyperpod.core.partition import Partition
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -52,13 +52,13 @@ def test_paging_scans_once_while_the_directory_is_unchanged(
         (folder / f"f{index:05}").write_bytes(b"x" * (index % 7))
     _age(folder, 60)
     scans = []
-    real_scan = files.scan_directory
+    real_scan = partition_module.scan_directory
 
-    def counted(path: Path) -> tuple[list[files.Row], int]:
+    def counted(path: Path) -> tuple[list[partition_module.Row], int]:
         scans.append(path)
         return real_scan(path)
 
-    monkeypatch.setattr(files, "scan_directory", counted)
+    monkeypatch.setattr(partition_module, "scan_directory", counted)
     partition = Partition(tmp_path)
     names = []
     for offset in range(0, 3000, 500):

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 from jupyter_hyperpod.core.errors import HyperPodError, PathNotAllowed
 from jupyter_hyperpod.core.models import JobState
+from jupyter_hyperpod.core.partition import Partition, confine_params
 from jupyter_hyperpod.core.service import HyperPodService
 from jupyter_hyperpod.core.settings import HyperPodSettings
-from jupyter_hyperpod.files import Partition, confine_params
 from jupyter_hyperpod.templates import BUILTIN_TEMPLATES
 
 from .conftest import add, record
