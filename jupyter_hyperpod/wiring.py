@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from .core.adapters import GpuReader
     from .core.backend import Orchestrator
     from .core.models import JobMetrics, JobProgress
+    from .core.partition import Partition
     from .core.settings import HyperPodSettings
+    from .core.snapshot import FreezeCache, Snapshotter
 
 
 class AwsAdapter:
@@ -93,6 +95,7 @@ class Wiring:
     def __init__(self) -> None:
         self.aws = AwsAdapter()
         self.progress = ProgressAdapter()
+        self._freeze: FreezeCache | None = None
 
     def orchestrator(self, settings: HyperPodSettings) -> Orchestrator:
         from .backends import create_orchestrator
@@ -113,6 +116,18 @@ class Wiring:
         from .metrics import read_job_metrics
 
         return read_job_metrics(tracking_uri, job_id)
+
+    def snapshotter(self, settings: HyperPodSettings, partition: Partition) -> Snapshotter:
+        from .core.snapshot import FreezeCache, Snapshotter
+
+        if self._freeze is None:
+            self._freeze = FreezeCache()  # one per process: pip freeze once per interpreter
+        return Snapshotter(
+            partition,
+            max_bytes=settings.snapshot_max_bytes,
+            reference_bytes=settings.snapshot_reference_bytes,
+            freeze=self._freeze,
+        )
 
     def __repr__(self) -> str:
         return "Wiring()"

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
     from ..gpu.models import GpuNodes, GpuPlacement, JobGpu
     from .backend import Orchestrator
     from .models import Job, JobMetrics, JobProgress
+    from .partition import Partition
     from .settings import HyperPodSettings
+    from .snapshot import Snapshotter
 
 DEFAULT_ADAPTERS = "jupyter_hyperpod.wiring:Wiring"
 """The composition root a service uses when it is given none (`module:Class`)."""
@@ -103,6 +105,10 @@ class Adapters(Protocol):
 
     def job_metrics(self, tracking_uri: str | None, job_id: str) -> JobMetrics:
         """The MLflow run of a job (`metrics.read_job_metrics`)."""
+        ...
+
+    def snapshotter(self, settings: HyperPodSettings, partition: Partition) -> Snapshotter:
+        """What takes a job's snapshot at submit (`core/snapshot.py`)."""
         ...
 
 

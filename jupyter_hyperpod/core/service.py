@@ -7,6 +7,7 @@ one batched backend query at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import secrets
@@ -127,6 +128,8 @@ class HyperPodService:
         if create_partition:
             self.partition.ensure()
         self.store = JobStore(settings.job_store)
+        self.snapshots = self.adapters.snapshotter(settings, self.partition)
+        """What takes each job's snapshot at submit, which the job runs from (#24)."""
         self.orchestrator = orchestrator or self.adapters.orchestrator(settings)
         self.identity = self.orchestrator.identity
         """Who the user is (`core/identity.py`): one object, the backends' too."""
@@ -467,11 +470,27 @@ class HyperPodService:
         self.partition.ensure()  # the first submit of a standalone core makes the partition
         job_id = self.new_job_id(spec)
         launch = self._launch(spec, job_id)
+        # The job runs from its snapshot (refused over the admin's limit, creating nothing).
+        snapshot = self.snapshots.take(
+            job_id,
+            self.partition.directory(spec.workdir, field="workdir"),
+            spec=spec.model_dump(mode="json"),
+            command=spec.command,
+            env=spec.env,
+            python=self.template_context().python,
+        )
+        launch = dataclasses.replace(
+            launch, workdir=self.to_cluster(self.partition.root / snapshot.tree)
+        )
         # All or nothing: what the backend would refuse is refused before anything is stored or
         # started (render runs the same checks), then the job is stored, then started. A start
         # the backend refuses (a typed error: nothing started) leaves no record; any other
         # failure is recorded as FAILED with its reason, which also frees its slot.
-        self.orchestrator.render(launch)
+        try:
+            self.orchestrator.render(launch)
+        except BaseException:
+            self.snapshots.remove(job_id)
+            raise
         job = Job(
             id=job_id,
             name=spec.name,
@@ -480,11 +499,13 @@ class HyperPodService:
             state=JobState.PENDING,
             created=time.time(),
             spec=spec,
+            snapshot=snapshot,
         )
         data = {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"]}
         try:
             self.store.insert(job, self.cluster_name, data)
         except (UnicodeError, ValueError) as error:
+            self.snapshots.remove(job_id)
             raise InvalidRequest(f"the job cannot be stored: {error}") from None
         self.store.set_owner(job_id, self.owner)
         try:
@@ -494,6 +515,7 @@ class HyperPodService:
                 update = self.orchestrator.submit(launch)
         except HyperPodError:
             self.store.delete(job_id)
+            self.snapshots.remove(job_id)
             raise
         except Exception as error:
             log.exception("the start of job %s failed", job_id)
@@ -980,6 +1002,7 @@ class HyperPodService:
             if path.is_dir():
                 shutil.rmtree(path)
                 deleted = True
+            self.snapshots.remove(job_id)  # and the objects no other job's snapshot names
         self.store.delete(job_id)
         self._progress_cache_drop(job_id)
         return ForgottenJob(id=job_id, cancelled=cancelled, files_deleted=deleted, job_dir=relative)

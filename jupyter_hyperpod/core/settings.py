@@ -119,6 +119,18 @@ class HyperPodSettings(Configurable):
         "(jupyter_hyperpod.core.catalog); the built-in one has script, QLoRA fine-tune and "
         "evaluation.",
     )
+    snapshot_max_bytes = Int(
+        64 << 20,
+        config=True,
+        help="The most a job's snapshot at submit may copy of its workdir, bytes; a submit over "
+        "it is refused (400) naming the largest files.",
+    )
+    snapshot_reference_bytes = Int(
+        8 << 20,
+        config=True,
+        help="A file this large is not copied into a snapshot: its directory (a model's, a "
+        "data set's) is referenced by path, size and mtime.",
+    )
     cluster_python = Unicode(
         "python3", config=True, help="Python interpreter on the cluster's nodes."
     )

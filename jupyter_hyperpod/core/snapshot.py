@@ -89,9 +89,11 @@ def _run_freeze(argv: Sequence[str]) -> str:
 
 
 def _git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(workdir), *args], capture_output=True, text=True, timeout=30
-    )
+    argv = ["git", "-C", str(workdir), *args]
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as error:  # no git here: not a repository
+        return subprocess.CompletedProcess(argv, 127, "", str(error))
 
 
 def resolved_configs(

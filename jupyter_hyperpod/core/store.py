@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .models import Job, JobSpec, JobState, RankInfo
+from .models import Job, JobSnapshot, JobSpec, JobState, RankInfo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -42,14 +42,17 @@ CREATE TABLE IF NOT EXISTS leases (
     expires REAL NOT NULL
 );
 """
-MIGRATIONS = (("owner", "ALTER TABLE jobs ADD COLUMN owner TEXT"),)
+MIGRATIONS = (
+    ("owner", "ALTER TABLE jobs ADD COLUMN owner TEXT"),
+    ("snapshot", "ALTER TABLE jobs ADD COLUMN snapshot TEXT"),  # what the job ran (#24)
+)
 """Columns added since the first schema: added to an existing store when it is opened."""
 DECODED_ROWS = 4096
 """Decoded rows kept (keyed by the row's values: a changed row is decoded again)."""
 
 _COLUMNS = (
     "id, name, user, orchestrator, cluster, backend_id, state, state_reason, created, started, "
-    "ended, exit_code, ranks, events, spec, data"
+    "ended, exit_code, ranks, events, spec, data, snapshot"
 )
 
 
@@ -144,7 +147,7 @@ class JobStore:
     def insert(self, job: Job, cluster: str, data: dict[str, Any]) -> None:
         with self._cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job.id,
                     job.name,
@@ -162,6 +165,7 @@ class JobStore:
                     _dump(job.events),
                     job.spec.model_dump_json(),
                     _dump(data),
+                    job.snapshot.model_dump_json() if job.snapshot else None,
                 ),
             )
 
@@ -382,6 +386,7 @@ def _decode(row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
         events,
         spec,
         data,
+        snapshot,
     ) = row
     job = Job(
         id=job_id,
@@ -398,6 +403,7 @@ def _decode(row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
         ranks=[RankInfo(**r) for r in json.loads(ranks)],
         events=json.loads(events),
         spec=JobSpec.model_validate_json(spec),
+        snapshot=JobSnapshot.model_validate_json(snapshot) if snapshot else None,
     )
     return job, cluster, json.loads(data)
 

@@ -1,0 +1,80 @@
+"""A job runs the files of its submit (#24 item 1), on the local backend through the real server:
+an edit while it is PENDING changes nothing; over the limit is a 400 that creates nothing;
+removing it with its files removes its snapshot."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .helpers import Api
+
+
+@pytest.fixture
+def hyperpod_config(hyperpod_config: dict[str, Any]) -> dict[str, Any]:
+    # One job at a time: the second waits PENDING behind the first.
+    return {**hyperpod_config, "local_max_parallel_jobs": 1, "snapshot_max_bytes": 1 << 20}
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+async def test_an_edit_while_pending_changes_nothing_the_job_runs(
+    api: Api, partition: Path
+) -> None:
+    project = partition / "project"
+    project.mkdir()
+    (project / "wait.py").write_text(
+        "import os, pathlib, time\nwhile not pathlib.Path(os.environ['HYPERPOD_PARTITION'], 'go').exists():\n    time.sleep(0.05)\n"
+    )
+    (project / "train.py").write_text("print('ran v1', flush=True)\n")
+    git(project, "init", "-q")
+    git(project, "add", ".")
+    git(project, "commit", "-qm", "v1")
+    (project / "train.py").write_text("print('ran v2', flush=True)\n")  # uncommitted
+
+    blocker = await api.submit({"name": "blocker", "command": ["wait.py"], "workdir": "project"})
+    job = await api.submit({"name": "train", "command": ["train.py"], "workdir": "project"})
+    assert (await api.get(f"jobs/{job['id']}")).body["state"] == "PENDING"
+    snapshot = job["snapshot"]
+    assert snapshot["commit"] and snapshot["dirty"] and snapshot["files"] == 2
+    assert snapshot["tree"] == f".hyperpod/snapshots/{job['id']}/tree"
+
+    (project / "train.py").write_text("print('ran v3, edited while pending', flush=True)\n")
+    (partition / "go").write_text("")
+    await api.wait_for(blocker["id"], {"SUCCEEDED"}, timeout=30)
+    done = await api.wait_for(job["id"], {"SUCCEEDED", "FAILED"}, timeout=30)
+    assert done["state"] == "SUCCEEDED", done
+    assert Path(done["ranks"][0]["log"]).read_text() == "ran v2\n"
+
+    tree = partition / snapshot["tree"]
+    reply = await api.call("DELETE", f"jobs/{job['id']}", forget="true", delete_files="true")
+    assert reply.status == 200, reply.body
+    assert not tree.exists()
+    assert (partition / blocker["snapshot"]["tree"] / "wait.py").exists()
+
+
+async def test_a_snapshot_over_the_limit_is_refused_and_creates_nothing(
+    api: Api, partition: Path
+) -> None:
+    project = partition / "big"
+    project.mkdir()
+    (project / "train.py").write_text("print(1)\n")
+    (project / "weights.npy").write_bytes(b"w" * (3 << 20))  # under reference_bytes: copied
+    reply = await api.post("jobs", {"name": "big", "command": ["train.py"], "workdir": "big"})
+    assert reply.status == 400, reply.body
+    message = reply.body["error"]["message"]
+    assert reply.body["error"]["field"] == "workdir"
+    assert "over the limit of 1.0 MiB" in message and "weights.npy (3.0 MiB)" in message
+    assert (await api.get("jobs")).body["jobs"] == []
+    assert not (partition / ".hyperpod" / "snapshots").exists() or not any(
+        (partition / ".hyperpod" / "snapshots").glob("big-*")
+    )
