@@ -1,4 +1,4 @@
-"""Typed backend state (backends/state.py): one pydantic model per backend, rows of older
+"""Typed backend state (core/state.py): one pydantic model per backend, rows of older
 versions migrated when the store is opened, undeclared keys refused, Slurm's events kept once."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from jupyter_hyperpod.backends.local import LocalOrchestrator, LocalState
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.backends.slurm.jobs import JobRecord
 from jupyter_hyperpod.backends.slurm.state import SlurmState
-from jupyter_hyperpod.backends.state import state_class
 from jupyter_hyperpod.core.models import JobSpec, JobState
+from jupyter_hyperpod.core.registry import state_class
 from jupyter_hyperpod.core.service import HyperPodService
 from jupyter_hyperpod.core.settings import HyperPodSettings
 

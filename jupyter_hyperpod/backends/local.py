@@ -24,9 +24,9 @@ from ..core.launch import program_argv, shell_join
 from ..core.models import Capabilities, GpuCount, Job, JobState, Node, RankInfo, RankStack
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
 from ..core.stacks import PY_SPY_MISSING, dump_command, local_py_spy, read_dump, run_here
+from ..core.state import StrictState
 from .base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .local_runner import LAUNCH_FILE, read_status, write_status
-from .state import StrictState
 
 CANCEL_GRACE_SECONDS = 15.0
 

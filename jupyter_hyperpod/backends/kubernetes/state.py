@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..state import StrictState
+from ...core.state import StrictState
 
 
 class KubernetesState(StrictState):
