@@ -290,12 +290,12 @@ class Snapshotter:
             link = tree / (posixpath.relpath(ref.path, base) if base else ref.path)
             if not link.exists():
                 link.parent.mkdir(parents=True, exist_ok=True)
-                link.symlink_to(self.partition.root / ref.path)
+                _symlink(self.partition.root / ref.path, link)
         # What the snapshot leaves out (git-ignored outputs, data, models) stays reachable
         # where the job looks for it: a link to the live entry.
         for live in workdir.iterdir():
             if live.name not in SKIPPED and not os.path.lexists(tree / live.name):
-                (tree / live.name).symlink_to(live)
+                _symlink(live, tree / live.name)
         snapshot = JobSnapshot(
             tree=f"{SNAPSHOTS_DIR}/{job_id}/{TREE}",
             workdir=self.partition.relative(workdir),
@@ -384,6 +384,11 @@ def _names_of(data: dict[str, Any]) -> Iterator[str]:
         if snapshot.get(key):
             yield snapshot[key]
     yield from data.get("configs", {}).values()
+
+
+def _symlink(target: Path, link: Path) -> None:
+    """A relative link: the cluster may mount the partition elsewhere than this server."""
+    link.symlink_to(os.path.relpath(target, link.parent))
 
 
 def _link(source: Path, target: Path) -> None:
