@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from jupyter_hyperpod.backends.base import JobUpdate, StoredJob
 from jupyter_hyperpod.backends.kubernetes.state import KubernetesState
 from jupyter_hyperpod.backends.local import LocalOrchestrator, LocalState
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.backends.slurm.jobs import JobRecord
 from jupyter_hyperpod.backends.slurm.state import SlurmState
+from jupyter_hyperpod.core.backend import JobUpdate, StoredJob
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.registry import state_class
 from jupyter_hyperpod.core.service import HyperPodService

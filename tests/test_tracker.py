@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_hyperpod.backends.base import JobUpdate, StoredJob
 from jupyter_hyperpod.backends.local import LocalOrchestrator
+from jupyter_hyperpod.core.backend import JobUpdate, StoredJob
 from jupyter_hyperpod.core.errors import BackendUnavailable
 from jupyter_hyperpod.core.models import JobState
 from jupyter_hyperpod.core.service import HyperPodService

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_hyperpod.backends.base import FileLogReader
+from jupyter_hyperpod.core.backend import FileLogReader
 from jupyter_hyperpod.core.errors import InvalidRequest, PathNotAllowed
 from jupyter_hyperpod.core.logprotocol import complete_utf8, parse_offsets
 from jupyter_hyperpod.core.partition import Partition, partition_dir

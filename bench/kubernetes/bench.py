@@ -39,9 +39,9 @@ from kubernetes import client as k8s_client  # noqa: E402
 from kubernetes import config as k8s_config  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
-from jupyter_hyperpod.backends.base import StoredJob  # noqa: E402
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator  # noqa: E402
 from jupyter_hyperpod.backends.kubernetes.logs import SpoolLogReader  # noqa: E402
+from jupyter_hyperpod.core.backend import StoredJob  # noqa: E402
 from jupyter_hyperpod.core.models import JobSpec, JobState  # noqa: E402
 from jupyter_hyperpod.core.settings import HyperPodSettings  # noqa: E402
 from tests.kubernetes.conftest import node_object  # noqa: E402

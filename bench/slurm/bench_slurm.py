@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import columns, free_port, median, timed_pair  # noqa: E402
 
 if TYPE_CHECKING:
-    from jupyter_hyperpod.backends.base import StoredJob
+    from jupyter_hyperpod.core.backend import StoredJob
 
 CLUSTER = ROOT / "scripts" / "slurm-test-cluster.sh"
 
@@ -132,8 +132,8 @@ class Direct:
 
     def submit(self, command: list[str]) -> StoredJob:
         """One job (the script, then sbatch); returns it as the service keeps it."""
-        from jupyter_hyperpod.backends.base import Launch, StoredJob
         from jupyter_hyperpod.backends.slurm.state import SlurmState
+        from jupyter_hyperpod.core.backend import Launch, StoredJob
         from jupyter_hyperpod.core.models import JobSpec, JobState
 
         self.count += 1

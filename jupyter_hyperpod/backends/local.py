@@ -18,14 +18,23 @@ from typing import Any
 import psutil
 
 from ..core.api import DiagnosticCheck
-from ..core.backend import GpuPlacement, ranks_nodes
+from ..core.backend import (
+    FileLogReader,
+    GpuPlacement,
+    JobUpdate,
+    Launch,
+    LogReader,
+    Orchestrator,
+    RenderedJob,
+    StoredJob,
+    ranks_nodes,
+)
 from ..core.errors import InvalidRequest
 from ..core.launch import program_argv, shell_join
 from ..core.models import Capabilities, GpuCount, Job, JobState, Node, RankInfo, RankStack
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
 from ..core.stacks import PY_SPY_MISSING, dump_command, local_py_spy, read_dump, run_here
 from ..core.state import StrictState
-from .base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .local_runner import LAUNCH_FILE, read_status, write_status
 
 CANCEL_GRACE_SECONDS = 15.0

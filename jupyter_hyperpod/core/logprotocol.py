@@ -153,7 +153,7 @@ def complete_utf8(data: bytes) -> int:
 
 
 class Reader(Protocol):
-    """What the loop needs of a rank's log (`backends.base.LogReader`)."""
+    """What the loop needs of a rank's log (`core.backend.LogReader`)."""
 
     def read(self, offset: int, max_bytes: int) -> bytes: ...
     def close(self) -> None: ...

@@ -14,10 +14,10 @@ import pytest
 from kubernetes import config as k8s_config
 from traitlets.config import Config
 
-from jupyter_hyperpod.backends.base import Launch, StoredJob
 from jupyter_hyperpod.backends.kubernetes import backend as backend_module
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.kubernetes.manifest import build_manifest
+from jupyter_hyperpod.core.backend import Launch, StoredJob
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings
 from jupyter_hyperpod.core.state import BackendState

@@ -16,10 +16,10 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from traitlets.config import Config
 
-from jupyter_hyperpod.backends.base import StoredJob
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.kubernetes.manifest import JOB_ID_LABEL, KUBEFLOW_INDEX_LABEL
 from jupyter_hyperpod.client import HyperPodClient
+from jupyter_hyperpod.core.backend import StoredJob
 from jupyter_hyperpod.core.errors import BackendUnavailable
 from jupyter_hyperpod.core.models import ClusterInfo, JobSpec, JobState
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jupyter_hyperpod.backends.base import JobUpdate, StoredJob
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.kubernetes.jobs import rank_of_pod, record_faults, timestamp
 from jupyter_hyperpod.backends.kubernetes.state import KubernetesState
+from jupyter_hyperpod.core.backend import JobUpdate, StoredJob
 from jupyter_hyperpod.core.models import JobState, RankFault
 
 from .conftest import make_launch, stored, wait_for

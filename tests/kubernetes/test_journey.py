@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_hyperpod.backends.base import LogReader, StoredJob
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+from jupyter_hyperpod.core.backend import LogReader, StoredJob
 from jupyter_hyperpod.core.errors import NotFound
 from jupyter_hyperpod.core.models import JobState
 

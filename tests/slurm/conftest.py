@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_hyperpod.backends.base import JobUpdate, Launch, StoredJob
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+from jupyter_hyperpod.core.backend import JobUpdate, Launch, StoredJob
 from jupyter_hyperpod.core.errors import BackendUnavailable
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings

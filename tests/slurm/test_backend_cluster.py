@@ -10,8 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from jupyter_hyperpod.backends.base import Launch, StoredJob
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+from jupyter_hyperpod.core.backend import Launch, StoredJob
 from jupyter_hyperpod.core.errors import BackendUnavailable, InvalidRequest
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_hyperpod.backends.base import Launch
 from jupyter_hyperpod.backends.slurm import jobs, nodes
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.backends.slurm.commands import (
@@ -17,6 +16,7 @@ from jupyter_hyperpod.backends.slurm.commands import (
     command_error,
     parse_controllers,
 )
+from jupyter_hyperpod.core.backend import Launch
 from jupyter_hyperpod.core.errors import BackendError, BackendUnavailable, InvalidRequest
 from jupyter_hyperpod.core.models import JobSpec, JobState
 from jupyter_hyperpod.core.settings import HyperPodSettings

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_hyperpod.backends.base import Launch
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.backends.slurm.rank_runs import read_rank_runs
 from jupyter_hyperpod.backends.slurm.script import ScriptOptions, render_script
+from jupyter_hyperpod.core.backend import Launch
 from jupyter_hyperpod.core.errors import InvalidRequest
 from jupyter_hyperpod.core.models import JobSpec
 from jupyter_hyperpod.core.settings import HyperPodSettings

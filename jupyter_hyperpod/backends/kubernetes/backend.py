@@ -14,7 +14,16 @@ from typing import Any, ClassVar
 from traitlets import Bool, Enum, Float, List, Unicode, default
 
 from ...core.api import DiagnosticCheck
-from ...core.backend import GpuPlacement, ranks_nodes
+from ...core.backend import (
+    GpuPlacement,
+    JobUpdate,
+    Launch,
+    LogReader,
+    Orchestrator,
+    RenderedJob,
+    StoredJob,
+    ranks_nodes,
+)
 from ...core.byo import FileContext, PreparedFile
 from ...core.environment import paths_of, service_account
 from ...core.errors import Conflict, Forbidden, HyperPodError, InvalidRequest, NotFound
@@ -30,7 +39,6 @@ from ...core.models import (
     WatchedResource,
 )
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
-from ..base import JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from .cache import ClusterCache, PodRecord
 from .client import KubeClient
 from .governance import KindDiscovery, TaskGovernance

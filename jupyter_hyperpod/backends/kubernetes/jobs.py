@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from ...core.backend import JobUpdate
 from ...core.models import JobState, RankFault, RankInfo
-from ..base import JobUpdate
 from .manifest import HPJOB_LABEL, JOB_ID_LABEL, KUBEFLOW_INDEX_LABEL, KUBEFLOW_JOB_LABEL
 from .state import KubernetesState
 

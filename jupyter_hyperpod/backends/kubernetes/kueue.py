@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ...core.backend import JobUpdate
 from ...core.errors import Forbidden, NotFound
-from ..base import JobUpdate
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 WORKLOAD_KIND = ("kueue.x-k8s.io", "v1beta1", "workloads", "Workload")

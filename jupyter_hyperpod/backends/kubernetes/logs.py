@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ...core.backend import FileLogReader
 from ...core.errors import BackendError, HyperPodError, NotFound
-from ..base import FileLogReader
 from .client import CONNECT_TIMEOUT, KubeClient
 from .jobs import main_container_status
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import yaml
 
+from ...core.backend import Launch
 from ...core.errors import Forbidden, InvalidRequest
 from ...core.launch import program_argv, torchrun_argv, uses_torchrun
 from ...core.models import JobSpec
 from ...core.watchdog import config_for
-from ..base import Launch
 from .log_monitoring import log_monitoring_rules
 from .nodes import DEEP_HEALTH_LABEL, EFA_RESOURCE, HEALTH_LABEL
 

@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core.backend import JobUpdate, LogReader, StoredJob
 from ...core.errors import Forbidden, InvalidRequest, NotFound
 from ...core.models import JOB_NAME_PATTERN, JobSpec, JobState
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
-from ..base import JobUpdate, LogReader, StoredJob
 from .jobs import job_name_of_pod, job_update, latest_condition, rank_of_pod, timestamp
 from .logs import PodLogFollower, SpoolLogReader
 from .manifest import (

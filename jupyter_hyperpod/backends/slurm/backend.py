@@ -20,13 +20,22 @@ from typing import Any
 from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from ...core.api import DiagnosticCheck
-from ...core.backend import GpuPlacement, ranks_nodes
+from ...core.backend import (
+    FileLogReader,
+    GpuPlacement,
+    JobUpdate,
+    Launch,
+    LogReader,
+    Orchestrator,
+    RenderedJob,
+    StoredJob,
+    ranks_nodes,
+)
 from ...core.byo import FileContext, PreparedFile
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
 from ...core.launch import uses_torchrun
 from ...core.models import Capabilities, Job, JobState, Node, RankInfo, RankStack
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
-from ..base import FileLogReader, JobUpdate, Launch, LogReader, Orchestrator, RenderedJob, StoredJob
 from . import jobs as slurm_jobs
 from .commands import Controller, SlurmCommands, command_error, parse_controllers, parse_key_values
 from .nodes import SINFO_FORMAT, nodes_from_json, nodes_from_text

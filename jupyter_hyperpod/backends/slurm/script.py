@@ -23,9 +23,9 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from ...core.backend import Launch
 from ...core.errors import InvalidRequest
 from ...core.launch import program_argv, shell_join, torchrun_argv, uses_torchrun
-from ..base import Launch
 
 OUTPUT_NAME = "slurm-%j.out"
 SCRIPT_NAME = "job.sbatch"

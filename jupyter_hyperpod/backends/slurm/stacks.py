@@ -12,7 +12,7 @@ from ...core.models import RankStack
 from ...core.stacks import DUMP_TIMEOUT_S, PROBE, read_probe
 
 if TYPE_CHECKING:
-    from ..base import StoredJob
+    from ...core.backend import StoredJob
     from .backend import SlurmOrchestrator
 
 _LABEL = re.compile(r"^\s*(\d+): ")
