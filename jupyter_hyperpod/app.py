@@ -10,8 +10,11 @@ from jupyter_server.extension.application import ExtensionApp
 
 from .agent.http import MCP_ROUTE, McpEndpoint, McpHandler
 from .byo_handlers import ApplyHandler
+from .core.feed import JobFeed
+from .core.models import JobState
 from .core.service import HyperPodService
 from .core.settings import HyperPodSettings
+from .feed_handlers import JobFeedHandler
 from .gpu import GpuMetrics
 from .handlers import (
     JOB_ID,
@@ -76,6 +79,7 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/queue/logs", QueueLogsHandler),
     (f"{API}/gpu/nodes", GpuNodesHandler),
     (f"{API}/jobs/{JOB_ID}/gpu", JobGpuHandler),
+    (f"{API}/feed", JobFeedHandler),
 ]
 
 AGENT_ROUTES: list[tuple[str, type]] = [(MCP_ROUTE, McpHandler)]
@@ -104,11 +108,13 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         self.service = HyperPodService(self, adapters=Wiring())
         self.service.server_root = Path(self.serverapp.root_dir) if self.serverapp else None
         self._mcp = McpEndpoint(self.service)
+        self._feed = self._job_feed(self.service)
         self.settings.update(
             hyperpod_service=self.service,
             hyperpod_executor=executor,
             hyperpod_pools=self._pools,
             hyperpod_mcp=self._mcp,
+            hyperpod_feed=self._feed,
         )
         self._executor = executor
         self._start_gpu_sampler()
@@ -120,6 +126,14 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         )
         # Job states keep moving (and local pending jobs start) with nobody watching: the
         # service's tracker refreshes them in its own thread (core/tracker.py).
+
+    @staticmethod
+    def _job_feed(service: HyperPodService) -> JobFeed:
+        """The job feed (`core/feed.py`) over what `GET jobs` reads, fed by the tracker."""
+        unfinished = [JobState.PENDING, JobState.RUNNING]
+        feed = JobFeed(lambda: service.jobs(states=unfinished, limit=1000), service.job)
+        service.tracker.add_listener(feed.on_refresh)
+        return feed
 
     def _start_gpu_sampler(self) -> None:
         """Local backend, no metrics endpoint: sample this machine's GPUs from the start (in

@@ -17,6 +17,7 @@ from pydantic_core import core_schema
 
 from .core.api import Diagnosis, FileText, JobEventRequest
 from .core.byo import AppliedFile, ApplyRequest
+from .core.feed import FeedEvent
 from .core.models import (
     AwsClusterList,
     AwsConnectRequest,
@@ -36,7 +37,7 @@ from .core.models import (
     TemplateSubmission,
 )
 from .core.queue import AdoptRequest, QueueLogs, QueuePage
-from .gpu.models import GpuNodes, JobGpu
+from .core.gpu_models import GpuNodes, JobGpu
 
 VERSION = "1.0.0"
 
@@ -78,6 +79,7 @@ RESPONSES: list[type[BaseModel]] = [
     QueuePage,
     QueueLogs,
     AppliedFile,
+    FeedEvent,
     ErrorResponse,
 ]
 """Response bodies, described as the server sends them: dumped whole, so every field is there."""
@@ -427,6 +429,30 @@ def _paths() -> dict[str, Any]:
                     _query("offsets", {"type": "string"}, "Per-rank offsets with rank=all"),
                 ],
                 "responses": {"101": {"description": "Switching protocols"}, **_errors()},
+            },
+        },
+        "/feed": {
+            "get": {
+                "summary": "WebSocket: the job changes the tracker sees, pushed",
+                "description": (
+                    "Upgrade to a WebSocket. Text frames (JSON) are FeedEvent: hello (epoch, seq), "
+                    "then job (the whole Job), removed, queue (counts by state) as the tracker "
+                    "sees them, each with a seq one more than the last; heartbeat when idle. "
+                    "Reconnect with since=<last seq>&epoch=<hello's epoch> to get what was "
+                    "missed, or one resync (refetch GET jobs) when it is no longer held. "
+                    "Only the server's user's jobs, as GET jobs."
+                ),
+                "parameters": [
+                    _query("since", {"type": "integer", "minimum": 0}, "The last seq received"),
+                    _query("epoch", {"type": "string"}, "The epoch of the hello it came from"),
+                ],
+                "responses": {
+                    "101": {
+                        "description": "Switching protocols; frames are FeedEvent",
+                        "content": {"application/json": {"schema": _ref(FeedEvent)}},
+                    },
+                    **_errors(400),
+                },
             },
         },
         "/jobs/{job_id}/metrics": {

@@ -71,6 +71,22 @@ class Tracker:
         self.refreshes = 0
         self.stale: Staleness | None = None
         self._first_done = threading.Event()
+        self._listeners: list[Callable[[], None]] = []
+
+    # -- observers ----------------------------------------------------------------------------
+    def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """`listener()` runs in the refreshing thread after every refresh (worked or failed),
+        so that what depends on the stored states (the job feed, `core/feed.py`) sees each
+        change the tracker saw. Returns the function that removes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # an observer's failure must never stop the tracker
+                log.exception("tracker listener %r failed", listener)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -158,6 +174,7 @@ class Tracker:
             self.interval = self._interval_for(youngest)
         finally:
             self._first_done.set()
+        self._notify()
 
     def _interval_for(self, youngest: float | None) -> float:
         if youngest is None:

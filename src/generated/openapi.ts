@@ -1178,6 +1178,68 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/feed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * WebSocket: the job changes the tracker sees, pushed
+     * @description Upgrade to a WebSocket. Text frames (JSON) are FeedEvent: hello (epoch, seq), then job (the whole Job), removed, queue (counts by state) as the tracker sees them, each with a seq one more than the last; heartbeat when idle. Reconnect with since=<last seq>&epoch=<hello's epoch> to get what was missed, or one resync (refetch GET jobs) when it is no longer held. Only the server's user's jobs, as GET jobs.
+     */
+    get: {
+      parameters: {
+        query?: {
+          /** @description The last seq received */
+          since?: number;
+          /** @description The epoch of the hello it came from */
+          epoch?: string;
+        };
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Switching protocols; frames are FeedEvent */
+        101: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['FeedEvent'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/jobs/{job_id}/metrics': {
     parameters: {
       query?: never;
@@ -2080,6 +2142,125 @@ export interface components {
        * @description The MLflow metrics these were read from (a view shows them here only)
        */
       metric_names: string[];
+    };
+    /**
+     * FeedEvent
+     * @description A frame of `GET feed` (WebSocket text, JSON).
+     */
+    FeedEvent:
+      | components['schemas']['FeedHello']
+      | components['schemas']['FeedJob']
+      | components['schemas']['FeedRemoved']
+      | components['schemas']['FeedQueue']
+      | components['schemas']['FeedResync']
+      | components['schemas']['FeedHeartbeat'];
+    /**
+     * FeedHeartbeat
+     * @description Nothing happened for heartbeat_interval seconds.
+     */
+    FeedHeartbeat: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'heartbeat';
+      /** Seq */
+      seq: number;
+      /** Time */
+      time: number;
+    };
+    /**
+     * FeedHello
+     * @description The first frame: the feed's numbering (`epoch`) and its last `seq`.
+     */
+    FeedHello: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'hello';
+      /** Seq */
+      seq: number;
+      /** Time */
+      time: number;
+      /** Epoch */
+      epoch: string;
+    };
+    /**
+     * FeedJob
+     * @description A job changed (state, progress, ranks, watchdog facts...): its whole record.
+     */
+    FeedJob: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'job';
+      /** Seq */
+      seq: number;
+      /**
+       * Time
+       * @description When the server published it (Unix time)
+       */
+      time: number;
+      /** Id */
+      id: string;
+      job: components['schemas']['Job'];
+    };
+    /**
+     * FeedQueue
+     * @description The user's unfinished jobs, counted by state (PENDING, RUNNING).
+     */
+    FeedQueue: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'queue';
+      /** Seq */
+      seq: number;
+      /** Time */
+      time: number;
+      /** Counts */
+      counts: {
+        [key: string]: number;
+      };
+    };
+    /**
+     * FeedRemoved
+     * @description A job is gone (forgotten): drop it.
+     */
+    FeedRemoved: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'removed';
+      /** Seq */
+      seq: number;
+      /** Time */
+      time: number;
+      /** Id */
+      id: string;
+    };
+    /**
+     * FeedResync
+     * @description The events after the client's `since` are no longer held: refetch `GET jobs`.
+     */
+    FeedResync: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      type: 'resync';
+      /** Seq */
+      seq: number;
+      /** Time */
+      time: number;
+      /** Epoch */
+      epoch: string;
+      /** Reason */
+      reason: string;
     };
     /**
      * FileChange
