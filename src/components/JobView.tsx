@@ -25,6 +25,7 @@ import { MetricsView } from './MetricsView';
 import { JobGpuChart } from './GpuBars';
 import { gpuApiFor } from '../gpu';
 import { usePoll } from './usePoll';
+import { filesLine, ranLine } from '../snapshot';
 
 export type JobTab = 'details' | 'logs' | 'metrics';
 
@@ -79,6 +80,14 @@ function Details(props: { job: IJob }): JSX.Element {
     ['Template', spec.template ?? null],
     ['Command', <code key="c">{(spec.command ?? []).join(' ')}</code>],
     ['Working dir', spec.workdir || '(partition root)'],
+    [
+      'Ran',
+      job.snapshot ? (
+        <span key="r" title={`from ${job.snapshot.tree}`}>
+          <code>{ranLine(job.snapshot)}</code> · {filesLine(job.snapshot)}
+        </span>
+      ) : null
+    ],
     ['Queue', spec.queue ?? null],
     ['Image', spec.image ?? null]
   ];
