@@ -30,6 +30,7 @@ from .core import errors, logprotocol
 from .core.api import Diagnosis, FileText, SubmitBody, request_body
 from .core.byo import AppliedFile
 from .core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, NotFound
+from .core.gpu_models import GpuNodes, JobGpu
 from .core.logprotocol import LogEvent, RankArg
 from .core.models import (
     AwsClusterList,
@@ -47,7 +48,6 @@ from .core.models import (
     TemplateInfo,
 )
 from .core.queue import QueueLogs, QueuePage
-from .gpu.models import GpuNodes, JobGpu
 
 URL_ENV = "JUPYTER_HYPERPOD_URL"
 TOKEN_ENVS = ("JUPYTER_HYPERPOD_TOKEN", "JUPYTER_TOKEN")
@@ -373,6 +373,13 @@ class HyperPodClient:
                 forget="true",
                 delete_files="true" if delete_files else None,
             )
+        )
+
+    def rerun(self, job_id: str, *, with_changes: bool = False) -> Job:
+        """Start a job's spec again, as a new job: from its snapshot (what it ran, exactly), or
+        `with_changes` from the workdir's files as they are now."""
+        return Job.model_validate(
+            self.request("POST", f"jobs/{_quote(job_id)}/rerun", {"with_changes": with_changes})
         )
 
     def add_event(self, job_id: str, event: str) -> Job:

@@ -3,11 +3,11 @@
 - no import circle among jupyter_hyperpod modules, counting imports inside functions too
   (imports under `if TYPE_CHECKING:` are for the type checker only and do not count);
 - `core` is the ground: its modules import nothing of jupyter_hyperpod outside `core`, not even
-  lazily inside a function (data-only `*.models` modules that import only core are ground), the
-  service included: it is given its adapters by the composition root (`wiring.py`, through the
+  lazily inside a function, not even for data (data the ground shares lives in the ground:
+  `core/gpu_models.py`), the service included: it is given its adapters by the composition root (`wiring.py`, through the
   protocols of `core/adapters.py`);
 - the adapters (backends, templates, aws, gpu, metrics, progress) never import the
-  service or an entry point; the REST client imports only `core` (and REST models); nothing
+  service or an entry point; the REST client imports only `core`; nothing
   imports the CLI but the CLI and the magics (so `doctor` does not).
 """
 
@@ -181,22 +181,13 @@ def cycles(edges: dict[str, frozenset[str]]) -> list[list[str]]:
     return found
 
 
-def data_only(module: str, edges: dict[str, frozenset[str]]) -> bool:
-    """A `models` module that imports only core (REST models kept beside their adapter): ground."""
-    return module.endswith(".models") and all(
-        inside(target, "jupyter_hyperpod.core") for target in edges.get(module, ())
-    )
-
-
 def violations(edges: dict[str, frozenset[str]]) -> list[str]:
     problems = []
     for module, targets in sorted(edges.items()):
         for target in sorted(targets):
             edge = f"{module} -> {target}"
-            if (
-                inside(module, "jupyter_hyperpod.core")
-                and not inside(target, "jupyter_hyperpod.core")
-                and not data_only(target, edges)
+            if inside(module, "jupyter_hyperpod.core") and not inside(
+                target, "jupyter_hyperpod.core"
             ):
                 if inside(target, ENTRY_POINTS) or inside(target, "jupyter_hyperpod.client"):
                     problems.append(f"core imports an entry point: {edge}")
@@ -212,9 +203,7 @@ def violations(edges: dict[str, frozenset[str]]) -> list[str]:
                 )
             ):
                 problems.append(f"an adapter imports the service or an entry point: {edge}")
-            if module == "jupyter_hyperpod.client" and not (
-                inside(target, "jupyter_hyperpod.core") or target.endswith(".models")
-            ):
+            if module == "jupyter_hyperpod.client" and not inside(target, "jupyter_hyperpod.core"):
                 problems.append(f"the REST client imports more than core: {edge}")
             if (
                 inside(target, "jupyter_hyperpod.cli")
@@ -237,7 +226,7 @@ def test_core_is_the_ground_and_layers_point_down() -> None:
 
 
 def test_the_service_imports_only_core() -> None:
-    """Not even a data-only model of an adapter at run time: the service is given its adapters."""
+    """Not even an adapter's data at run time: the service is given its adapters."""
     assert {t for t in graph()[SERVICE] if not inside(t, "jupyter_hyperpod.core")} == set()
 
 
@@ -249,7 +238,21 @@ def test_the_checks_catch_what_they_should() -> None:
     }
     edges[SERVICE] = edges[SERVICE] | {"jupyter_hyperpod.handlers", "jupyter_hyperpod.gpu"}
     edges["jupyter_hyperpod.doctor"] = edges["jupyter_hyperpod.doctor"] | {"jupyter_hyperpod.cli"}
+    # No data-only exception: a models module beside an adapter, importing only core, is still
+    # outside the ground (the GPU models were such a module: they moved to core/gpu_models.py).
+    edges["jupyter_hyperpod.gpu.models"] = frozenset({"jupyter_hyperpod.core.errors"})
+    edges["jupyter_hyperpod.core.api"] = edges["jupyter_hyperpod.core.api"] | {
+        "jupyter_hyperpod.gpu.models"
+    }
+    edges["jupyter_hyperpod.client"] = edges["jupyter_hyperpod.client"] | {
+        "jupyter_hyperpod.gpu.models"
+    }
     found = violations(edges)
+    assert "core imports upward: jupyter_hyperpod.core.api -> jupyter_hyperpod.gpu.models" in found
+    assert (
+        "the REST client imports more than core: jupyter_hyperpod.client -> "
+        "jupyter_hyperpod.gpu.models" in found
+    )
     assert (
         "core imports upward: jupyter_hyperpod.core.models -> jupyter_hyperpod.templates" in found
     )
@@ -262,6 +265,7 @@ def test_the_checks_catch_what_they_should() -> None:
     # The real graph is read: the CLI's verbs import the API protocol, the service its store.
     assert "jupyter_hyperpod.core.api" in graph()["jupyter_hyperpod.cli.verbs"]
     assert "jupyter_hyperpod.core.store" in graph()[SERVICE]
+    assert "jupyter_hyperpod.core.gpu_models" in graph()["jupyter_hyperpod.core.backend"]
 
 
 def test_the_default_composition_root_is_named_right() -> None:

@@ -36,8 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from jupyter_hyperpod.core.gpu_models import GpuNodes  # noqa: E402
 from jupyter_hyperpod.gpu import dcgm  # noqa: E402
-from jupyter_hyperpod.gpu.models import GpuNodes  # noqa: E402
 from jupyter_hyperpod.gpu.prometheus import PrometheusClient  # noqa: E402
 from jupyter_hyperpod.gpu.reader import GpuMetrics  # noqa: E402
 from tests.gpu.conftest import PROMETHEUS, Exporter, free_port, serve  # noqa: E402

@@ -11,8 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from ..gpu.models import GpuNodes, GpuPlacement, JobGpu
     from .backend import Orchestrator
+    from .gpu_models import GpuNodes, GpuPlacement, JobGpu
     from .models import Job, JobMetrics, JobProgress
     from .partition import Partition
     from .settings import HyperPodSettings

@@ -16,10 +16,10 @@ from typing import Any, ClassVar, Literal
 
 from traitlets.config import LoggingConfigurable
 
-from ..gpu.models import GpuPlacement
 from .api import DiagnosticCheck
 from .byo import FileContext, PreparedFile
 from .errors import InvalidRequest
+from .gpu_models import GpuPlacement
 from .identity import Identity, identity_of
 from .models import (
     Capabilities,

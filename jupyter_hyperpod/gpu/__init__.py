@@ -1,7 +1,6 @@
 """GPU utilisation of the cluster's nodes and jobs (DCGM exporter series in Prometheus, AMP or
 Grafana; NVML or nvidia-smi on the local backend)."""
 
-from .models import GpuDevice, GpuNode, GpuNodes, GpuSeries, JobGpu
 from .reader import GpuMetrics
 
-__all__ = ["GpuDevice", "GpuMetrics", "GpuNode", "GpuNodes", "GpuSeries", "JobGpu"]
+__all__ = ["GpuMetrics"]

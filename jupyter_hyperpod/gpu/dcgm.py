@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .models import GpuDevice, GpuNode, GpuSeries, SeriesMetric
+from ..core.gpu_models import GpuDevice, GpuNode, GpuSeries, SeriesMetric
 
 SERIES: dict[str, str] = {
     "DCGM_FI_DEV_GPU_UTIL": "utilization",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .models import GpuDevice, GpuSeries, GpuSource
+from ..core.gpu_models import GpuDevice, GpuSeries, GpuSource
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.errors import HyperPodError
+from ..core.gpu_models import GpuNodes, GpuPlacement, JobGpu
 from ..core.models import Job, JobState
 from . import dcgm
 from .local import LocalGpus
-from .models import GpuNodes, GpuPlacement, JobGpu
 from .prometheus import PrometheusClient
 from .snapshot import Snapshot
 

@@ -13,10 +13,10 @@ from traitlets.config import Config
 
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
+from jupyter_hyperpod.core.gpu_models import GpuPlacement
 from jupyter_hyperpod.core.models import Job, JobSpec, JobState, RankInfo
 from jupyter_hyperpod.core.settings import HyperPodSettings
 from jupyter_hyperpod.gpu import GpuMetrics
-from jupyter_hyperpod.gpu.models import GpuPlacement
 
 from .conftest import GRAFANA_TOKEN, Exporter, unique, wait_until
 

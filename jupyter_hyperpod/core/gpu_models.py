@@ -1,4 +1,6 @@
-"""What the REST API, the client and the panel show of GPUs: per node now, per job over time."""
+"""What the REST API, the client and the panel show of GPUs: per node now, per job over time;
+and where a job's GPUs are, as its backend tells it. Data only, in the ground: the API, the
+backend interface and the client share it, the `gpu/` adapter fills it in."""
 
 from __future__ import annotations
 
