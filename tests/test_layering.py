@@ -3,12 +3,12 @@
 - no import circle among jupyter_hyperpod modules, counting imports inside functions too
   (imports under `if TYPE_CHECKING:` are for the type checker only and do not count);
 - `core` is the ground: its modules import nothing of jupyter_hyperpod outside `core`, not even
-  lazily inside a function, not even for data (data the ground shares lives in the ground:
-  `core/gpu_models.py`), the service included: it is given its adapters by the composition root (`wiring.py`, through the
-  protocols of `core/adapters.py`);
-- the adapters (backends, templates, aws, gpu, metrics, progress) never import the
-  service or an entry point; the REST client imports only `core`; nothing
-  imports the CLI but the CLI and the magics (so `doctor` does not).
+  lazily inside a function, not even data (what the ground shares lives in it, as
+  `core/gpu_models.py`), the service included: it is given its adapters by the composition root
+  (`wiring.py`, through the protocols of `core/adapters.py`);
+- the adapters (backends, templates, aws, gpu, metrics, progress) never import the service or
+  an entry point; the REST client imports only `core`; nothing imports the CLI but the CLI and
+  the magics (so `doctor` does not).
 """
 
 from __future__ import annotations
