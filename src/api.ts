@@ -217,4 +217,21 @@ export class HyperpodClient {
       queryString(params)
     );
   }
+
+  /** The job feed's WebSocket URL (`src/feed.ts`), resuming after `since` of `epoch`. */
+  feedUrl(since: number | null, epoch: string | null): string {
+    const settings = this.serverSettings;
+    const base = settings.wsUrl.endsWith('/')
+      ? settings.wsUrl
+      : settings.wsUrl + '/';
+    const params: Record<string, string | number | undefined> = {};
+    if (since !== null) {
+      params.since = since;
+      params.epoch = epoch ?? undefined;
+    }
+    if (settings.appendToken && settings.token) {
+      params.token = settings.token; // as logStreamUrl: only where JupyterLab's sockets do
+    }
+    return `${base}hyperpod/api/feed` + queryString(params);
+  }
 }

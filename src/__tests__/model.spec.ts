@@ -37,7 +37,7 @@ describe('HyperpodModel', () => {
   it('shows a submitted or cancelled job without waiting for a poll', () => {
     const m = model();
     const seen = jest.fn();
-    m.changed.connect(seen);
+    m.jobsChanged.connect(seen);
     m.upsertJob(job('a'));
     m.upsertJob(job('b'));
     m.upsertJob(job('a', 'CANCELLED'));

@@ -64,7 +64,8 @@ function NodeRow(props: { node: INode; gpu?: IGpuNode }): JSX.Element {
 
 export function ClusterView(props: { model: HyperpodModel }): JSX.Element {
   const { model } = props;
-  useSignal(model.changed);
+  useSignal(model.clusterChanged);
+  useSignal(model.viewChanged);
   const [filter, setFilter] = React.useState<INodeFilter>(EMPTY_FILTER);
   const nodes = model.nodes;
   const summary = React.useMemo(() => summarizeNodes(nodes ?? []), [nodes]);

@@ -158,7 +158,8 @@ function Details(props: { job: IJob }): JSX.Element {
 
 export function JobView(props: IJobViewProps): JSX.Element {
   const { model } = props;
-  useSignal(model.changed);
+  useSignal(model.clusterChanged);
+  useSignal(model.viewChanged);
   useTick(10000);
   const [job, setJob] = React.useState<IJob>(props.job);
   const [tab, setTab] = React.useState<JobTab>(props.initialTab);
@@ -186,10 +187,16 @@ export function JobView(props: IJobViewProps): JSX.Element {
       throw reason;
     }
   };
+  React.useEffect(() => {
+    const pushed = (_: unknown, next: IJob) =>
+      next.id === job.id && update(next);
+    model.jobChanged.connect(pushed);
+    return () => void model.jobChanged.disconnect(pushed);
+  }, [job.id]);
   const refresh = usePoll(
     load,
     model.settings.refreshInterval,
-    running,
+    running && !model.pushed,
     [job.id],
     props.isVisible
   );

@@ -163,10 +163,12 @@ function JobRow(
 
 export function JobsView(props: IJobsViewProps): JSX.Element {
   const { model } = props;
-  useSignal(model.changed);
+  useSignal(model.jobsChanged);
+  useSignal(model.clusterChanged);
   const [text, setText] = React.useState('');
-  useTick(15000);
   const jobs = model.jobs;
+  // Running times tick here each second from the server's start time (no refetch).
+  useTick((jobs ?? []).some(job => job.state === 'RUNNING') ? 1000 : 15000);
   const needle = text.trim().toLowerCase();
   const shown = (jobs ?? []).filter(
     job =>

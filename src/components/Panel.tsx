@@ -39,7 +39,9 @@ function PanelBody(props: {
   actions: () => IPanelActions;
 }): JSX.Element {
   const { model } = props;
-  useSignal(model.changed);
+  useSignal(model.viewChanged);
+  useSignal(model.clusterChanged);
+  useSignal(model.jobsChanged);
   const actions = props.actions();
   const view = model.view;
   const cluster = model.cluster;

@@ -27,7 +27,9 @@ export interface ISubmitViewProps {
 /** The Submit form: its model is submitState.ts (kept by useSubmitForm), these are its views. */
 export function SubmitView(props: ISubmitViewProps): JSX.Element {
   const { model } = props;
-  useSignal(model.changed);
+  useSignal(model.templatesChanged);
+  useSignal(model.clusterChanged); // the form: the cluster's fields
+  useSignal(model.viewChanged); // the form: a Submit request, the settings
   const templates = model.templates;
   const submitForm = useSubmitForm(model, props.onSubmitted);
   const { state, template, dispatch, errorOf, ready } = submitForm;
