@@ -375,6 +375,13 @@ class HyperPodClient:
             )
         )
 
+    def rerun(self, job_id: str, *, with_changes: bool = False) -> Job:
+        """Start a job's spec again, as a new job: from its snapshot (what it ran, exactly), or
+        `with_changes` from the workdir's files as they are now."""
+        return Job.model_validate(
+            self.request("POST", f"jobs/{_quote(job_id)}/rerun", {"with_changes": with_changes})
+        )
+
     def add_event(self, job_id: str, event: str) -> Job:
         """Add one line to the job's events (who acted on it: an agent via MCP)."""
         return Job.model_validate(

@@ -13,12 +13,12 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from .core.api import connect_request
-from .core.errors import HyperPodError, InvalidRequest, NotFound
+from .core.api import RerunRequest, connect_request
+from .core.errors import HyperPodError, InvalidRequest, NotFound, validation_error
 from .core.inputs import parse_json_body, query_int
 from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, follow_async
 from .core.models import JobState, Node
@@ -330,6 +330,21 @@ class JobEventsHandler(HyperPodAPIHandler):
         if not isinstance(body, dict) or not isinstance(body.get("event"), str):
             raise InvalidRequest('the body must be {"event": "<one line>"}', field="event")
         self.send(await self.run(self.service.add_event, job_id, body["event"]))
+
+
+class JobRerunHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        try:
+            request = RerunRequest.model_validate(self.json_body() or {})
+        except ValidationError as error:
+            raise validation_error(error) from None
+        job = await self.run_in(
+            "backend", self.service.rerun, job_id, with_changes=request.with_changes
+        )
+        self.set_header("Location", f"{self.base_url}hyperpod/api/jobs/{job.id}")
+        self.send(job, status=201)
 
 
 def _flag(handler: HyperPodAPIHandler, name: str) -> bool:

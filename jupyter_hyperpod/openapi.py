@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
 from pydantic_core import core_schema
 
-from .core.api import Diagnosis, FileText, JobEventRequest
+from .core.api import Diagnosis, FileText, JobEventRequest, RerunRequest
 from .core.byo import AppliedFile, ApplyRequest
 from .core.feed import FeedEvent
 from .core.gpu_models import GpuNodes, JobGpu
@@ -55,6 +55,7 @@ REQUESTS: list[type[BaseModel]] = [
     JobSpec,
     TemplateSubmission,
     JobEventRequest,
+    RerunRequest,
     AdoptRequest,
     ApplyRequest,
 ]
@@ -374,6 +375,18 @@ def _paths() -> dict[str, Any]:
                     },
                     **_errors(400, 404, 409, 503),
                 },
+            },
+        },
+        "/jobs/{job_id}/rerun": {
+            "parameters": [JOB_ID_PARAM],
+            "post": {
+                "summary": "Start the job's spec again as a new job: from its snapshot, or with "
+                "the workdir's files as they are now (with_changes)",
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": _ref(RerunRequest)}},
+                },
+                "responses": {"201": _json(Job, "The new job"), **_errors(400, 404, 503)},
             },
         },
         "/jobs/{job_id}/events": {

@@ -78,3 +78,36 @@ async def test_a_snapshot_over_the_limit_is_refused_and_creates_nothing(
     assert not (partition / ".hyperpod" / "snapshots").exists() or not any(
         (partition / ".hyperpod" / "snapshots").glob("big-*")
     )
+
+
+async def test_rerun_runs_the_snapshot_and_with_changes_the_current_files(
+    api: Api, partition: Path
+) -> None:
+    project = partition / "again"
+    project.mkdir()
+    (project / "train.py").write_text("print('ran v1', flush=True)\n")
+    first = await api.submit({"name": "first", "command": ["train.py"], "workdir": "again"})
+    await api.wait_for(first["id"], {"SUCCEEDED"}, timeout=30)
+    (project / "train.py").write_text("print('ran v2', flush=True)\n")
+
+    exact = await api.post(f"jobs/{first['id']}/rerun", {})
+    assert exact.status == 201, exact.body
+    changed = await api.post(f"jobs/{first['id']}/rerun", {"with_changes": True})
+    assert changed.status == 201, changed.body
+    logs = {}
+    for job in (exact.body, changed.body):
+        assert job["id"] != first["id"] and job["spec"]["command"] == ["train.py"]
+        done = await api.wait_for(job["id"], {"SUCCEEDED", "FAILED"}, timeout=30)
+        logs[job["id"]] = Path(done["ranks"][0]["log"]).read_text()
+    assert logs[exact.body["id"]] == "ran v1\n"
+    assert logs[changed.body["id"]] == "ran v2\n"
+    # The exact rerun shares the first job's objects: removing the first keeps them.
+    gone = await api.call("DELETE", f"jobs/{first['id']}", forget="true", delete_files="true")
+    assert gone.status == 200
+    tree = partition / exact.body["snapshot"]["tree"]
+    assert (tree / "train.py").read_text() == "print('ran v1', flush=True)\n"
+
+    refused = await api.post(f"jobs/{first['id']}/rerun", {"with_changes": "maybe"})
+    assert refused.status in (400, 404), refused.body
+    unknown = await api.post(f"jobs/{exact.body['id']}/rerun", {"exactly": True})
+    assert unknown.status == 400 and unknown.body["error"]["field"] == "exactly", unknown.body

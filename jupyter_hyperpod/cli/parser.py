@@ -225,6 +225,18 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     cancel = verb("cancel", "cancel jobs")
     cancel.add_argument("jobs", nargs="+", metavar="JOB")
 
+    rerun = verb(
+        "rerun",
+        "start a job again, as a new job: exactly what it ran (its snapshot)",
+        epilog="--with-changes: the same spec with your workdir's files as they are now",
+    )
+    rerun.add_argument("job", metavar="JOB")
+    rerun.add_argument(
+        "--with-changes",
+        action="store_true",
+        help="run the workdir's current files with the same spec, not the job's snapshot",
+    )
+
     forget = verb(
         "forget",
         "remove jobs from your history (cancelled first if they still run)",

@@ -212,6 +212,17 @@ def do_cancel(
     return Outcome(JobResults(results), print_value=False)
 
 
+def do_rerun(
+    args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
+) -> Outcome:
+    job = api.rerun(args.job, with_changes=args.with_changes)
+    what = "your current files" if args.with_changes else "the files it ran"
+    ran = job.snapshot
+    commit = f" ({ran.commit[:7]}{'+diff' if ran.dirty else ''})" if ran and ran.commit else ""
+    console.note(f"Rerun of {args.job} with {what}{commit}: job {job.id} ({job.state.value})")
+    return Outcome(RichJob.of(job), print_value=False)
+
+
 def do_forget(
     args: argparse.Namespace, api: HyperPodAPI, console: Console, cell: str | None
 ) -> Outcome:
@@ -393,6 +404,7 @@ VERBS: dict[str, Verb] = {
     "wait": do_wait,
     "logs": do_logs,
     "cancel": do_cancel,
+    "rerun": do_rerun,
     "forget": do_forget,
     "files": do_files,
     "templates": do_templates,

@@ -65,6 +65,18 @@ class FileText(BaseModel):
 MAX_EVENT_CHARS = 300
 
 
+class RerunRequest(BaseModel):
+    """`POST jobs/{id}/rerun` (#24 item 2)."""
+
+    model_config = {"extra": "forbid"}
+
+    with_changes: bool = Field(
+        False,
+        description="false: the job's snapshot, exactly what it ran; true: the same spec with "
+        "the workdir's files as they are now",
+    )
+
+
 class JobEventRequest(BaseModel):
     """One line to add to a job's events (`POST jobs/{id}/events`): who acted on it, and how."""
 
@@ -116,6 +128,11 @@ class HyperPodAPI(Protocol):
 
     def submit(self, spec: SubmitBody | None = None, /, **fields: Any) -> Job:
         """Submit a spec or a template submission; keyword fields are merged into it."""
+        ...
+
+    def rerun(self, job_id: str, *, with_changes: bool = False) -> Job:
+        """Start a job's spec again, as a new job: from its snapshot (what it ran, exactly), or
+        `with_changes` from the workdir's files as they are now."""
         ...
 
     def apply(
@@ -283,6 +300,7 @@ __all__ = [
     "JobEventRequest",
     "LogEvent",
     "RankArg",
+    "RerunRequest",
     "SubmitBody",
     "connect_request",
     "log_text",

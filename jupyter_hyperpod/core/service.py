@@ -466,19 +466,31 @@ class HyperPodService:
 
     # -- jobs ----------------------------------------------------------------------------
     def submit(self, spec: SubmitBody | None = None, /, **fields: Any) -> Job:
-        spec = self.spec_from_body(request_body(spec, fields))
+        return self._start(self.spec_from_body(request_body(spec, fields)))
+
+    def rerun(self, job_id: str, *, with_changes: bool = False) -> Job:
+        """Start a job's spec again: from its snapshot (exactly what it ran), or `with_changes`
+        from the workdir's files as they are now (#24 item 2)."""
+        before, _ = self._get(job_id)
+        spec = JobSpec.model_validate(before.spec.model_dump())
+        return self._start(spec, rerun_of=None if with_changes else before.id)
+
+    def _start(self, spec: JobSpec, *, rerun_of: str | None = None) -> Job:
         self.partition.ensure()  # the first submit of a standalone core makes the partition
         job_id = self.new_job_id(spec)
         launch = self._launch(spec, job_id)
         # The job runs from its snapshot (refused over the admin's limit, creating nothing).
-        snapshot = self.snapshots.take(
-            job_id,
-            self.partition.directory(spec.workdir, field="workdir"),
-            spec=spec.model_dump(mode="json"),
-            command=spec.command,
-            env=spec.env,
-            python=self.template_context().python,
-        )
+        if rerun_of:
+            snapshot = self.snapshots.clone(rerun_of, job_id)
+        else:
+            snapshot = self.snapshots.take(
+                job_id,
+                self.partition.directory(spec.workdir, field="workdir"),
+                spec=spec.model_dump(mode="json"),
+                command=spec.command,
+                env=spec.env,
+                python=self.template_context().python,
+            )
         launch = dataclasses.replace(
             launch, workdir=self.to_cluster(self.partition.root / snapshot.tree)
         )

@@ -317,6 +317,36 @@ class Snapshotter:
         (home / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         return snapshot
 
+    def clone(self, source_id: str, job_id: str) -> JobSnapshot:
+        """`job_id` runs exactly what `source_id` ran (a rerun): the same objects linked into a
+        tree of its own, the same links to the referenced and left-out entries."""
+        try:
+            manifest = self.manifest(source_id)
+        except (OSError, ValueError):
+            raise InvalidRequest(
+                f"job {source_id} has no snapshot to rerun (submitted before snapshots, or "
+                "removed with its files): rerun it with your changes",
+                field="job_id",
+            ) from None
+        source, tree = self.tree(source_id), self.tree(job_id)
+        tree.mkdir(parents=True)
+        for current, _dirs, files in os.walk(source):
+            here = Path(current)
+            target = tree / here.relative_to(source)
+            target.mkdir(exist_ok=True)
+            for name in files + [d for d in _dirs if (here / d).is_symlink()]:
+                item = here / name
+                if item.is_symlink():
+                    (target / name).symlink_to(os.readlink(item))
+                else:
+                    _link(item, target / name)
+        snapshot = JobSnapshot.model_validate(
+            {**manifest["snapshot"], "tree": f"{SNAPSHOTS_DIR}/{job_id}/{TREE}"}
+        )
+        manifest["snapshot"] = snapshot.model_dump(mode="json")
+        (self.root / job_id / MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
+        return snapshot
+
     def manifest(self, job_id: str) -> dict[str, Any]:
         return json.loads((self.root / job_id / MANIFEST).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 

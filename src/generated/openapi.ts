@@ -961,6 +961,86 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/jobs/{job_id}/rerun': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Start the job's spec again as a new job: from its snapshot, or with the workdir's files as they are now (with_changes) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          job_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: {
+        content: {
+          'application/json': components['schemas']['RerunRequest'];
+        };
+      };
+      responses: {
+        /** @description The new job */
+        201: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Job'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description No such job or path */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description The cluster (slurmctld, the Kubernetes API) cannot be reached now, or the file system cannot be written (full, read-only): the message says which */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/jobs/{job_id}/events': {
     parameters: {
       query?: never;
@@ -3658,6 +3738,18 @@ export interface components {
       values: {
         [key: string]: unknown;
       };
+    };
+    /**
+     * RerunRequest
+     * @description `POST jobs/{id}/rerun` (#24 item 2).
+     */
+    RerunRequest: {
+      /**
+       * With Changes
+       * @description false: the job's snapshot, exactly what it ran; true: the same spec with the workdir's files as they are now
+       * @default false
+       */
+      with_changes?: boolean;
     };
     /**
      * RougeComparison
