@@ -11,33 +11,18 @@ import {
   isEvaluateJob
 } from '../components/EvaluateView';
 import { IJob, IJobMetrics } from '../models';
-import { makeSpec } from './fixtures';
+import { makeJob, makeSpec } from './fixtures';
 
 function job(extra: Partial<IJob> = {}): IJob {
-  return {
+  return makeJob({
     id: 'ev-1',
     name: 'ev',
-    user: 'alice',
-    orchestrator: 'local',
-    backend_id: '1',
     state: 'SUCCEEDED',
-    state_reason: null,
-    created: 1,
-    started: 2,
     ended: 3,
     exit_code: 0,
-    ranks: [],
     spec: makeSpec({ name: 'ev', template: 'evaluate' }),
-    events: [],
-    progress: null,
-    watchdog: null,
-    operator_verdict: null,
-    mlflow_run_url: null,
-    stale_reason: null,
-    stale_since: null,
-    failed_rank: null,
     ...extra
-  };
+  });
 }
 
 const scored: IJobMetrics = {

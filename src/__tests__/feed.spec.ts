@@ -1,27 +1,9 @@
 import { JobFeed } from '../feed';
-import type { ISocketLike } from '../logstream';
 import { HyperpodClient } from '../api';
 import { HyperpodModel } from '../model';
 import { IJob } from '../models';
 import { DEFAULT_SETTINGS } from '../settings';
-
-class FakeSocket implements ISocketLike {
-  constructor(readonly url: string) {}
-  onopen: ((event: any) => void) | null = null;
-  onmessage: ((event: { data: any }) => void) | null = null;
-  onclose: ((event: { code: number; reason: string }) => void) | null = null;
-  onerror: ((event: any) => void) | null = null;
-  closed = false;
-  close(): void {
-    this.closed = true;
-  }
-  send(frame: unknown): void {
-    this.onmessage?.({ data: JSON.stringify(frame) });
-  }
-  drop(code = 1006): void {
-    this.onclose?.({ code, reason: '' });
-  }
-}
+import { FakeSocket } from './fixtures';
 
 function job(id: string, state: IJob['state'] = 'RUNNING'): IJob {
   return { id, name: id, state } as IJob;

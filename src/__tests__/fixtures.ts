@@ -1,4 +1,5 @@
-import { IJobSpec, INode } from '../models';
+import type { ISocketLike } from '../logstream';
+import { IJob, IJobSpec, INode } from '../models';
 
 /** A node as a big HyperPod cluster reports it; every tenth is drained and unhealthy. */
 export function makeNode(i: number, extra: Partial<INode> = {}): INode {
@@ -45,6 +46,58 @@ export function makeSpec(extra: Partial<IJobSpec> = {}): IJobSpec {
     overrides: {},
     watchdog: null,
     exclude_nodes: [],
+    ...extra
+  };
+}
+
+/** A socket the test drives: open it, send frames, close it with a code (1006: dropped). */
+export class FakeSocket implements ISocketLike {
+  constructor(readonly url: string) {}
+  onopen: ((event: any) => void) | null = null;
+  onmessage: ((event: { data: any }) => void) | null = null;
+  onclose: ((event: { code: number; reason: string }) => void) | null = null;
+  onerror: ((event: any) => void) | null = null;
+  closed = false;
+
+  close(): void {
+    this.closed = true;
+  }
+  open(): void {
+    this.onopen?.({});
+  }
+  send(frame: unknown): void {
+    this.onmessage?.({ data: JSON.stringify(frame) });
+  }
+  drop(code = 1006, reason = ''): void {
+    this.onclose?.({ code, reason });
+  }
+}
+
+/** A whole job as GET jobs serves it: a running one unless `extra` says otherwise. */
+export function makeJob(extra: Partial<IJob> = {}): IJob {
+  return {
+    id: 'job-1',
+    name: 'job',
+    user: 'alice',
+    orchestrator: 'local',
+    backend_id: '1',
+    state: 'RUNNING',
+    state_reason: null,
+    created: 1,
+    started: 2,
+    ended: null,
+    exit_code: null,
+    ranks: [],
+    spec: makeSpec({ name: extra.name ?? 'job' }),
+    events: [],
+    progress: null,
+    watchdog: null,
+    operator_verdict: null,
+    mlflow_run_url: null,
+    stale_reason: null,
+    stale_since: null,
+    failed_rank: null,
+    snapshot: null,
     ...extra
   };
 }

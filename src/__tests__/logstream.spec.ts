@@ -1,9 +1,5 @@
-import {
-  CLOSE_CODES,
-  ISocketLike,
-  IStreamStatus,
-  LogStream
-} from '../logstream';
+import { CLOSE_CODES, IStreamStatus, LogStream } from '../logstream';
+import { FakeSocket } from './fixtures';
 
 // The server's table (docs/log-protocol.json, written from jupyter_hyperpod/core/logprotocol.py).
 declare function require(name: string): any;
@@ -14,29 +10,6 @@ const protocol = JSON.parse(
     'utf-8'
   )
 );
-
-/** A socket the test drives: open it, send frames, close it with a code. */
-class FakeSocket implements ISocketLike {
-  constructor(readonly url: string) {}
-  onopen: ((event: any) => void) | null = null;
-  onmessage: ((event: { data: any }) => void) | null = null;
-  onclose: ((event: { code: number; reason: string }) => void) | null = null;
-  onerror: ((event: any) => void) | null = null;
-  closed = false;
-
-  close(): void {
-    this.closed = true;
-  }
-  open(): void {
-    this.onopen?.({});
-  }
-  send(frame: unknown): void {
-    this.onmessage?.({ data: JSON.stringify(frame) });
-  }
-  drop(code: number, reason = ''): void {
-    this.onclose?.({ code, reason });
-  }
-}
 
 function setup(
   options: Partial<ConstructorParameters<typeof LogStream>[0]> = {}

@@ -12,31 +12,14 @@ import {
   suspectNodes,
   watchdogLine
 } from '../watchdog';
-import { makeSpec } from './fixtures';
+import { makeJob } from './fixtures';
 
-const base: IJob = {
+const base: IJob = makeJob({
   id: 'hang-1',
   name: 'hang',
-  user: 'alice',
   orchestrator: 'slurm',
-  backend_id: '12',
-  state: 'RUNNING',
-  state_reason: null,
-  created: 1,
-  started: 2,
-  ended: null,
-  exit_code: null,
-  ranks: [],
-  spec: makeSpec({ name: 'hang' }),
-  events: [],
-  progress: null,
-  watchdog: null,
-  operator_verdict: null,
-  mlflow_run_url: null,
-  stale_reason: null,
-  stale_since: null,
-  failed_rank: null
-};
+  backend_id: '12'
+});
 
 const stalled: IJobWatchdog = {
   stalled_since: 1_700_000_000,
