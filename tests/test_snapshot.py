@@ -13,7 +13,12 @@ import pytest
 
 from jupyter_hyperpod.core.errors import InvalidRequest
 from jupyter_hyperpod.core.partition import Partition
-from jupyter_hyperpod.core.snapshot import FreezeCache, Snapshotter, _run_freeze
+from jupyter_hyperpod.core.snapshot import (
+    FreezeCache,
+    Snapshotter,
+    _run_freeze,
+    run_from_snapshot,
+)
 
 MIB = 1 << 20
 
@@ -151,3 +156,38 @@ def test_pip_freeze_runs_once_per_interpreter_and_mtime(tmp_path: Path) -> None:
     assert first is not None and "pydantic==" in first
     assert cache.freeze(sys.executable) == first and len(calls) == 1
     assert cache.freeze("no-such-python-here") is None
+
+
+def test_the_program_and_its_code_and_config_arguments_run_from_the_tree(tmp_path: Path) -> None:
+    work = tmp_path / "fsx" / "project"
+    (work / "conf").mkdir(parents=True)
+    (work / "train.py").write_text("print(1)\n")
+    (work / "run").write_text("#!/bin/sh\n")
+    (work / "conf" / "args.yaml").write_text("lr: 1\n")
+    (work / "results.json").write_text("{}")  # the last run's output: an argument, not code
+    snaps = snapshotter(tmp_path / "fsx", reference_bytes=4 * MIB)
+    snap = snaps.take("j1", work, spec={}, command=["train.py"])
+    tree = tmp_path / "fsx" / snap.tree
+    shown = "/cluster/fsx/" + snap.tree
+
+    argv = run_from_snapshot(
+        ["train.py", "--config", "conf/args.yaml", "--out=results.json", "./conf/args.yaml"],
+        tree,
+        shown,
+    )
+    assert argv == [
+        f"{shown}/train.py",
+        "--config",
+        f"{shown}/conf/args.yaml",
+        "--out=results.json",
+        f"{shown}/conf/args.yaml",
+    ]
+    assert run_from_snapshot(["run", "--config=conf/args.yaml"], tree, shown) == [
+        f"{shown}/run",
+        f"--config={shown}/conf/args.yaml",
+    ]
+    # Nothing outside the tree, absolute, missing, or reached through a link to a live entry.
+    (work / "left_out.py").write_text("")
+    (tree / "left_out.py").symlink_to(work / "left_out.py")  # as take links a left-out entry
+    outside = ["../x.py", "/abs/train.py", "missing.py", "-m", "pkg.mod", "left_out.py"]
+    assert run_from_snapshot(["python", *outside], tree, shown) == ["python", *outside]

@@ -36,26 +36,36 @@ async def test_an_edit_while_pending_changes_nothing_the_job_runs(
         "import os, pathlib, time\nwhile not pathlib.Path(os.environ['HYPERPOD_PARTITION'], 'go').exists():\n    time.sleep(0.05)\n"
     )
     (project / "train.py").write_text("print('ran v1', flush=True)\n")
+    (project / "helper.py").write_text("VERSION = 'helper v1'\n")
     git(project, "init", "-q")
     git(project, "add", ".")
     git(project, "commit", "-qm", "v1")
-    (project / "train.py").write_text("print('ran v2', flush=True)\n")  # uncommitted
+    (project / "train.py").write_text(  # uncommitted
+        "import helper\n"
+        "print('ran v2 with', helper.VERSION, flush=True)\n"
+        "open('result.txt', 'w').write('written by v2')\n"
+    )
 
     blocker = await api.submit({"name": "blocker", "command": ["wait.py"], "workdir": "project"})
     job = await api.submit({"name": "train", "command": ["train.py"], "workdir": "project"})
     assert (await api.get(f"jobs/{job['id']}")).body["state"] == "PENDING"
     snapshot = job["snapshot"]
-    assert snapshot["commit"] and snapshot["dirty"] and snapshot["files"] == 2
+    assert snapshot["commit"] and snapshot["dirty"] and snapshot["files"] == 3
     assert snapshot["tree"] == f".hyperpod/snapshots/{job['id']}/tree"
 
     (project / "train.py").write_text("print('ran v3, edited while pending', flush=True)\n")
+    (project / "helper.py").write_text("VERSION = 'helper v3, edited while pending'\n")
     (partition / "go").write_text("")
     await api.wait_for(blocker["id"], {"SUCCEEDED"}, timeout=30)
     done = await api.wait_for(job["id"], {"SUCCEEDED", "FAILED"}, timeout=30)
     assert done["state"] == "SUCCEEDED", done
-    assert Path(done["ranks"][0]["log"]).read_text() == "ran v2\n"
-
+    # It ran the snapshot (the program and the module beside it), in the workdir: what it
+    # wrote is where the user looks, not inside the snapshot.
+    assert Path(done["ranks"][0]["log"]).read_text() == "ran v2 with helper v1\n"
     tree = partition / snapshot["tree"]
+    assert (project / "result.txt").read_text() == "written by v2"
+    assert not (tree / "result.txt").exists()
+
     reply = await api.call("DELETE", f"jobs/{job['id']}", forget="true", delete_files="true")
     assert reply.status == 200, reply.body
     assert not tree.exists()

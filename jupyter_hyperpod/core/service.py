@@ -86,6 +86,7 @@ from .partition import MAX_TEXT_FILE, Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
 from .registry import backend_class, state_class
 from .settings import HyperPodSettings
+from .snapshot import run_from_snapshot
 from .stacks import mark_differences
 from .store import JobStore
 from .tracker import Tracker
@@ -491,8 +492,12 @@ class HyperPodService:
                 env=spec.env,
                 python=self.template_context().python,
             )
+        tree = self.partition.root / snapshot.tree
+        shown = self.to_cluster(tree)
         launch = dataclasses.replace(
-            launch, workdir=self.to_cluster(self.partition.root / snapshot.tree)
+            launch,
+            command=run_from_snapshot(launch.command, tree, shown),
+            env={**launch.env, "HYPERPOD_SNAPSHOT": shown, "HYPERPOD_WORKDIR": launch.workdir},
         )
         # All or nothing: what the backend would refuse is refused before anything is stored or
         # started (render runs the same checks), then the job is stored, then started. A start

@@ -8,7 +8,9 @@ never copied: its directory (a model's or a data set's) is referenced by path, s
 and the snapshot's tree links to it. Objects live once in the partition under
 `.hyperpod/snapshots/objects/` (named by their SHA-256); a job's tree under
 `.hyperpod/snapshots/<job id>/tree/` is hard links to them (a copy where links fail), so an
-edit of the workdir after submit changes nothing the job sees. Removing a job's snapshot
+edit of the workdir after submit changes nothing the job runs: its program and the code and
+config files its arguments name are read from the tree (`run_from_snapshot`), while it starts
+in its workdir, so its outputs land there. Removing a job's snapshot
 removes the objects no other snapshot names.
 """
 
@@ -39,6 +41,7 @@ TREE = "tree"
 SKIPPED = {".git", ".hyperpod", "__pycache__", ".ipynb_checkpoints"}
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _CHUNK = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def _mib(size: int) -> str:
@@ -133,6 +136,50 @@ def resolved_configs(
             data = {**expand(data), **overrides}
             configs[name] = yaml.safe_dump(data, sort_keys=False)
     return configs
+
+
+#: Besides its program, what a job reads from its snapshot: the files its arguments name with
+#: these extensions (code and config). Anything else an argument names (data, an output file
+#: of the last run) stays the workdir's, so a job never writes into a snapshot.
+FROZEN_SUFFIXES = (".py", ".sh", ".bash", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".conf")
+
+
+def run_from_snapshot(command: Sequence[str], tree: Path, shown: str) -> list[str]:
+    """`command` with its program, and each argument naming a code or config file of the
+    snapshot, pointing into the snapshot's tree (`shown`: the tree as the cluster sees it).
+
+    The job still starts in its workdir, so what it writes (relative outputs, checkpoints, a
+    marker file) lands where the user looks; what it runs is what was submitted, and Python
+    puts the program's own directory (the snapshot's) first on `sys.path`, so the modules
+    beside it are the snapshot's too."""
+    root = os.path.realpath(tree)
+
+    def frozen(name: str, program: bool) -> str | None:
+        if not name or name.startswith(("-", "/", "~")) or "\0" in name:
+            return None
+        relative = posixpath.normpath(name)
+        if relative.startswith("../") or relative in ("..", "."):
+            return None
+        if not program and not relative.endswith(FROZEN_SUFFIXES):
+            return None
+        path = os.path.join(root, relative)
+        # A link in the tree leads to a live entry (left out, or referenced): not frozen.
+        if not os.path.isfile(path) or os.path.realpath(path) != os.path.normpath(path):
+            return None
+        return posixpath.join(shown, relative)
+
+    argv = list(command)
+    for index, item in enumerate(argv):
+        key, equals, value = item.partition("=")
+        if equals and key.startswith("--"):
+            moved = frozen(value, program=False)
+            if moved:
+                argv[index] = f"{key}={moved}"
+            continue
+        moved = frozen(item, program=index == 0)
+        if moved:
+            argv[index] = moved
+    return argv
 
 
 class Snapshotter:
@@ -352,6 +399,13 @@ class Snapshotter:
 
     def text(self, digest: str) -> str:
         return self._object(digest, False).read_text(encoding="utf-8")
+
+    def read(self, digest: str, executable: bool = False) -> bytes:
+        """A stored object's bytes (a file of a snapshot, by its manifest entry); a digest
+        that is not a SHA-256 (a manifest edited by hand) is a ValueError."""
+        if not _SHA256.fullmatch(digest):
+            raise ValueError(f"not a SHA-256: {digest[:80]!r}")
+        return self._object(digest, executable).read_bytes()
 
     def _object(self, digest: str, executable: bool) -> Path:
         return self.root / OBJECTS / digest[:2] / (digest + (".x" if executable else ""))

@@ -380,6 +380,20 @@ def parse_overrides(items: list[str] | None) -> dict[str, Any]:
     return overrides
 
 
+def live_directory(directory: Path) -> Path:
+    """Where a config's relative paths point: for a config the job reads from its snapshot
+    (#24), the same place in the job's workdir, so data, the prepared splits and the outputs
+    are the partition's, not copies inside the snapshot; elsewhere `directory` itself."""
+    tree, workdir = os.environ.get("HYPERPOD_SNAPSHOT"), os.environ.get("HYPERPOD_WORKDIR")
+    if not tree or not workdir:
+        return directory
+    try:
+        inside = directory.relative_to(Path(tree).resolve())
+    except ValueError:
+        return directory
+    return Path(workdir) / inside
+
+
 def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None) -> TrainingConfig:
     data: dict[str, Any] = {}
     config_dir: Path = Path.cwd()
@@ -391,6 +405,6 @@ def load_config(path: str | Path | None, overrides: dict[str, Any] | None = None
         if not isinstance(loaded, dict):
             raise ConfigError(f"{file}: the config must be a YAML mapping")
         data.update(loaded)
-        config_dir = file.resolve().parent
+        config_dir = live_directory(file.resolve().parent)
     data.update(overrides or {})
     return config_from_dict(data, config_dir)

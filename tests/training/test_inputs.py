@@ -159,3 +159,22 @@ def test_a_hub_dataset_with_a_config_name_and_split_offline(tmp_path: Path) -> N
     assert no_config.returncode == 2
     assert "Set dataset_config to one of its configs" in no_config.stdout
     assert "Traceback" not in no_config.stdout + no_config.stderr
+
+
+def test_a_config_read_from_the_snapshot_points_at_the_workdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job reads its config from its snapshot (#24); the paths in it still name the
+    workdir's data and outputs, as they did when it was submitted."""
+    tree = tmp_path / ".hyperpod" / "snapshots" / "ft-1" / "tree"
+    workdir = tmp_path / "examples"
+    (tree / "proj").mkdir(parents=True)
+    (tree / "proj" / "args.yaml").write_text("output_dir: out\ndataset: data/train.jsonl\n")
+    monkeypatch.setenv("HYPERPOD_SNAPSHOT", str(tree))
+    monkeypatch.setenv("HYPERPOD_WORKDIR", str(workdir))
+    config = load_config(tree / "proj" / "args.yaml", {"train_dataset_path": "split"})
+    assert config.output_dir == str(workdir / "proj" / "out")
+    assert config.train_dataset_path == str(workdir / "proj" / "split")
+
+    monkeypatch.delenv("HYPERPOD_SNAPSHOT")  # not a job's snapshot: relative to the file
+    assert load_config(tree / "proj" / "args.yaml").output_dir == str(tree / "proj" / "out")
