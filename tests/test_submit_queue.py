@@ -139,7 +139,9 @@ async def test_rest_surrogate_submit_is_4xx_and_the_queue_moves(api: Api, partit
     assert (await api.wait_for(job["id"], {"SUCCEEDED", "FAILED"}))["state"] == "SUCCEEDED"
 
 
-def test_a_second_process_never_starts_a_job_the_first_owns(config: dict[str, Any]) -> None:
+def test_a_second_process_never_starts_a_job_the_first_owns(
+    config: dict[str, Any], partition: Path
+) -> None:
     server = HyperPodService(HyperPodSettings(**config))
     direct = HyperPodService(HyperPodSettings(**config))  # e.g. `jupyter hyperpod --direct`
     most = 0
@@ -154,7 +156,12 @@ def test_a_second_process_never_starts_a_job_the_first_owns(config: dict[str, An
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
-        blocker = server.submit({"name": "blocker", "command": ["counter.py", "15", "0.1"]})
+        # The blocker holds the one slot until the test says go: however slow this machine
+        # is, the server's next job is still waiting while the direct process refreshes.
+        (partition / "gate.py").write_text(
+            "import pathlib, time\nwhile not pathlib.Path('go').exists():\n    time.sleep(0.05)\n"
+        )
+        blocker = server.submit({"name": "blocker", "command": ["gate.py"]})
         queued = server.submit({"name": "queued", "command": ["counter.py", "1", "0"]})
         assert blocker.state is JobState.RUNNING and queued.state is JobState.PENDING
         mine = direct.submit({"name": "mine", "command": ["counter.py", "1", "0"]})
@@ -163,13 +170,14 @@ def test_a_second_process_never_starts_a_job_the_first_owns(config: dict[str, An
         for _ in range(10):  # the direct process refreshes while the server's job waits
             direct.refresh(max_age=0)
             found = direct.store.get(queued.id)
-            assert found is not None and found[0].state is JobState.PENDING
+            assert found is not None and found[0].state is JobState.PENDING, found
             reasons.append(found[0].state_reason or "")
             time.sleep(0.05)
         # Read right after the direct process wrote it: the server's own background refresh
         # writes its reason ("waiting for a free slot") too, so the last writer varies.
         assert any("another process" in reason for reason in reasons), reasons
         assert server.store.owner_of(queued.id) == server.owner
+        (partition / "go").write_text("")
         wait_state(server, blocker.id, {JobState.SUCCEEDED})
         wait_state(server, queued.id, {JobState.RUNNING, JobState.SUCCEEDED})
         assert server.store.owner_of(queued.id) == server.owner, "the server started its own"
