@@ -146,8 +146,6 @@ export abstract class JobsModel {
 
   /** A pushed change: the job's views, its row when the list shows it, the watch. */
   protected _pushed(job: IJob): void {
-    this._watch.track([job]);
-    this._jobChanged.emit(job);
     const rows = this._jobs;
     const index = rows ? rows.findIndex(j => j.id === job.id) : -1;
     const filter = this._jobsState;
@@ -163,6 +161,8 @@ export abstract class JobsModel {
       this._jobsTotal += 1;
       this._jobsChanged.emit();
     }
+    this._watch.track([job]);
+    this._jobChanged.emit(job);
   }
 
   refreshJobs(): Promise<void> {
@@ -171,10 +171,11 @@ export abstract class JobsModel {
 
   /** Put a job (just submitted or cancelled) into the list without waiting for a poll. */
   upsertJob(job: IJob): void {
-    this._watch.track([job]);
-    this._jobChanged.emit(job);
     const jobs = this._jobs ? [...this._jobs] : [];
     const index = jobs.findIndex(j => j.id === job.id);
+    if (index >= 0 && jobs[index] === job) {
+      return; // already known: a view handing back the change it was sent
+    }
     if (index >= 0) {
       jobs[index] = job;
     } else {
@@ -182,6 +183,8 @@ export abstract class JobsModel {
       this._jobsTotal += 1;
     }
     this._jobs = jobs;
+    this._watch.track([job]);
+    this._jobChanged.emit(job);
     this._jobsChanged.emit();
   }
 

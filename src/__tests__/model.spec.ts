@@ -50,6 +50,17 @@ describe('HyperpodModel', () => {
     m.dispose();
   });
 
+  it('takes a job handed back by a view it was sent to once, without an echo', () => {
+    const m = model();
+    const changed = jest.fn((_: unknown, j: IJob) => m.upsertJob(j));
+    m.jobChanged.connect(changed);
+    m.upsertJob(job('a'));
+    (m as any)._pushed(job('a', 'SUCCEEDED'));
+    expect(changed).toHaveBeenCalledTimes(2);
+    expect(m.jobs?.map(j => `${j.id}:${j.state}`)).toEqual(['a:SUCCEEDED']);
+    m.dispose();
+  });
+
   it('says when a job seen running ends, once, even with the panel hidden', async () => {
     let state: IJob['state'] = 'RUNNING';
     const client = {

@@ -57,7 +57,8 @@ export class JobTabs {
       onJob: next => {
         model.upsertJob(next);
         label(widget, next);
-      }
+      },
+      onShown: next => label(widget, next)
     });
     const widget = new MainAreaWidget({ content });
     widget.id = `jupyter-hyperpod-job-${job.id}`;

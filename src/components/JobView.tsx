@@ -35,7 +35,10 @@ export interface IJobViewProps {
   initialTab: JobTab;
   cancelJob: (job: IJob) => Promise<IJob | null>;
   resubmitJob: (job: IJob, excludeNodes?: string[]) => void;
+  /** The view fetched a newer record of the job (a poll, a cancel): the model's to know. */
   onJob?: (job: IJob) => void;
+  /** The view shows a record the model pushed to it (only the tab's label to update). */
+  onShown?: (job: IJob) => void;
   /** Whether the job's tab is shown: its polls stand by while it is not. */
   isVisible?: () => boolean;
 }
@@ -188,8 +191,12 @@ export function JobView(props: IJobViewProps): JSX.Element {
     }
   };
   React.useEffect(() => {
-    const pushed = (_: unknown, next: IJob) =>
-      next.id === job.id && update(next);
+    const pushed = (_: unknown, next: IJob) => {
+      if (next.id === job.id) {
+        setJob(next); // from the model: handing it back would only echo
+        props.onShown?.(next);
+      }
+    };
     model.jobChanged.connect(pushed);
     return () => void model.jobChanged.disconnect(pushed);
   }, [job.id]);

@@ -38,6 +38,7 @@ export class JobWidget extends ReactWidget {
           key={this._serial}
           {...this._props}
           onJob={this._onJob}
+          onShown={this._onShown}
           isVisible={this._isVisible}
         />
       </ViewBoundary>
@@ -46,6 +47,11 @@ export class JobWidget extends ReactWidget {
 
   private _onJob = (job: IJob) => {
     this._props.onJob?.(job);
+    this._props = { ...this._props, job };
+  };
+
+  private _onShown = (job: IJob) => {
+    this._props.onShown?.(job);
     this._props = { ...this._props, job };
   };
 
