@@ -191,3 +191,29 @@ def test_the_program_and_its_code_and_config_arguments_run_from_the_tree(tmp_pat
     (tree / "left_out.py").symlink_to(work / "left_out.py")  # as take links a left-out entry
     outside = ["../x.py", "/abs/train.py", "missing.py", "-m", "pkg.mod", "left_out.py"]
     assert run_from_snapshot(["python", *outside], tree, shown) == ["python", *outside]
+
+
+def test_an_unchanged_file_is_not_read_again_and_a_rewrite_is(tmp_path: Path) -> None:
+    work = tmp_path / "fsx" / "w"
+    work.mkdir(parents=True)
+    old = work / "old.py"
+    old.write_text("print('a')\n")
+    os.utime(old, (1_700_000_000, 1_700_000_000))  # long untouched: its stat is trusted
+    fresh = work / "fresh.py"
+    fresh.write_text("print('a')\n")
+    snaps = snapshotter(tmp_path / "fsx")
+    snaps.take("j1", work, spec={})
+    reads: list[str] = []
+    opened = Path.open
+
+    def counting(self: Path, *args: object, **kwargs: object) -> object:
+        reads.append(self.name)
+        return opened(self, *args, **kwargs)  # type: ignore[call-overload]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Path, "open", counting)
+        snaps.take("j2", work, spec={})
+    assert "old.py" not in reads and "fresh.py" in reads  # a just-written file is read again
+    fresh.write_text("print('b')\n")  # same size, maybe the same mtime tick
+    snaps.take("j3", work, spec={})
+    assert (snaps.tree("j3") / "fresh.py").read_text() == "print('b')\n"

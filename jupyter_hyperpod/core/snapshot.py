@@ -23,6 +23,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,8 @@ TREE = "tree"
 SKIPPED = {".git", ".hyperpod", "__pycache__", ".ipynb_checkpoints"}
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _CHUNK = 1 << 20
+_DIGESTS_KEPT = 200_000
+_RACY_NS = 2_000_000_000
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -199,6 +202,9 @@ class Snapshotter:
         self.max_bytes = max_bytes
         self.reference_bytes = reference_bytes
         self.freeze = freeze or FreezeCache()
+        # A file's digest by (device, inode, size, mtime): the next submit of the same workdir
+        # reads only what changed (git's own stat heuristic).
+        self._digests: dict[tuple[int, int, int, int], str] = {}
 
     @property
     def root(self) -> Path:
@@ -209,6 +215,8 @@ class Snapshotter:
 
     # -- planning ----------------------------------------------------------------------
     def _git_plan(self, workdir: Path) -> _Plan | None:
+        if not _in_repository(workdir):
+            return None  # a few stats instead of a git process on every submit
         top = _git(workdir, "rev-parse", "--show-toplevel")
         if top.returncode != 0:
             return None
@@ -411,11 +419,22 @@ class Snapshotter:
         return self.root / OBJECTS / digest[:2] / (digest + (".x" if executable else ""))
 
     def _store_file(self, source: Path, executable: bool) -> str:
+        info = source.stat()
+        key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        known = self._digests.get(key)
+        if known and self._object(known, executable).exists():
+            return known
         hasher = hashlib.sha256()
         with source.open("rb") as handle:
             for chunk in iter(lambda: handle.read(_CHUNK), b""):
                 hasher.update(chunk)
         digest = hasher.hexdigest()
+        # Only a file older than the clock's granularity can be trusted by its stat (a same-
+        # size rewrite within one mtime tick would look unchanged): git's "racy" rule.
+        if time.time_ns() - info.st_mtime_ns > _RACY_NS:
+            if len(self._digests) >= _DIGESTS_KEPT:
+                self._digests.clear()
+            self._digests[key] = digest
         target = self._object(digest, executable)
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -468,6 +487,14 @@ def _names_of(data: dict[str, Any]) -> Iterator[str]:
         if snapshot.get(key):
             yield snapshot[key]
     yield from data.get("configs", {}).values()
+
+
+def _in_repository(workdir: Path) -> bool:
+    """Whether git could find a repository for `workdir` (a `.git` in it or above it, or one
+    named by GIT_DIR)."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    return any(os.path.lexists(place / ".git") for place in (workdir, *workdir.parents))
 
 
 def _symlink(target: Path, link: Path) -> None:
