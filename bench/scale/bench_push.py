@@ -32,7 +32,6 @@ import random
 import re
 import socket
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -176,7 +175,8 @@ class Panel:
             except (websocket.WebSocketConnectionClosedException, OSError):
                 return
             with self.seen.lock:
-                self.seen.received += frame_bytes(len(text.encode()))
+                raw = text.encode() if isinstance(text, str) else text
+                self.seen.received += frame_bytes(len(raw))
                 self.seen.frames += 1
             event = json.loads(text)
             if event["type"] == "job":
@@ -326,4 +326,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
