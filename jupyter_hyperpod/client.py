@@ -38,6 +38,8 @@ from .core.models import (
     FileListing,
     ForgottenJob,
     Job,
+    JobComparison,
+    JobDiff,
     JobList,
     JobMetrics,
     JobState,
@@ -404,6 +406,16 @@ class HyperPodClient:
 
     def metrics(self, job_id: str) -> JobMetrics:
         return JobMetrics.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/metrics"))
+
+    def diff(self, job_id: str, other_id: str) -> JobDiff:
+        """What differs between two jobs: spec, resolved configs, code files, packages."""
+        return JobDiff.model_validate(
+            self.request("GET", f"jobs/{_quote(job_id)}/diff/{_quote(other_id)}")
+        )
+
+    def compare(self, job_ids: Sequence[str]) -> JobComparison:
+        """Two to ten jobs side by side: state, duration, what sets them apart, final metrics."""
+        return JobComparison.model_validate(self.request("GET", "compare", ids=",".join(job_ids)))
 
     def dump_stacks(self, job_id: str) -> StackDump:
         return StackDump.model_validate(self.request("POST", f"jobs/{_quote(job_id)}/stacks", {}))

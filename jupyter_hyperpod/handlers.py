@@ -31,6 +31,8 @@ from .server_compat import ws_authenticated
 T = TypeVar("T")
 AUTH_RESOURCE = "hyperpod"
 JOB_ID = r"(?P<job_id>[a-z0-9][-a-z0-9]{0,62})"
+OTHER_ID = JOB_ID.replace("job_id", "other_id")
+"""The second job of a route about two (`jobs/{job_id}/diff/{other_id}`)."""
 
 
 class ServiceMixin:
@@ -378,6 +380,21 @@ class MetricsHandler(HyperPodAPIHandler):
         found = await self.run_in("backend", self.service.metrics, job_id)
         settings = self.service.settings
         self.send(with_ui_url(found, settings.mlflow_tracking_uri, settings.mlflow_ui_url))
+
+
+class JobDiffHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str, other_id: str) -> None:
+        self.send(await self.run(self.service.diff, job_id, other_id))
+
+
+class CompareHandler(HyperPodAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        ids = [part for value in self.get_arguments("ids") for part in value.split(",")]
+        self.send(await self.run_in("backend", self.service.compare, ids))
 
 
 class StacksHandler(HyperPodAPIHandler):

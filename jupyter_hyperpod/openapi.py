@@ -17,6 +17,7 @@ from pydantic_core import core_schema
 
 from .core.api import Diagnosis, FileText, JobEventRequest, RerunRequest
 from .core.byo import AppliedFile, ApplyRequest
+from .core.compare import MAX_COMPARED
 from .core.feed import FeedEvent
 from .core.gpu_models import GpuNodes, JobGpu
 from .core.models import (
@@ -27,6 +28,8 @@ from .core.models import (
     FileListing,
     ForgottenJob,
     Job,
+    JobComparison,
+    JobDiff,
     JobList,
     JobMetrics,
     JobSpec,
@@ -62,6 +65,8 @@ REQUESTS: list[type[BaseModel]] = [
 """Request bodies, described as the server validates them (fields with defaults may be left out)."""
 RESPONSES: list[type[BaseModel]] = [
     ClusterInfo,
+    JobDiff,
+    JobComparison,
     Diagnosis,
     NodeList,
     AwsClusterList,
@@ -387,6 +392,37 @@ def _paths() -> dict[str, Any]:
                     "content": {"application/json": {"schema": _ref(RerunRequest)}},
                 },
                 "responses": {"201": _json(Job, "The new job"), **_errors(400, 404, 503)},
+            },
+        },
+        "/jobs/{job_id}/diff/{other_id}": {
+            "parameters": [
+                JOB_ID_PARAM,
+                {"name": "other_id", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "get": {
+                "summary": "What differs between two jobs: spec, resolved configs, code files "
+                "(unified diffs of text files), the cluster interpreter's packages",
+                "responses": {"200": _json(JobDiff, "The differences"), **_errors(400, 404)},
+            },
+        },
+        "/compare": {
+            "parameters": [
+                {
+                    **_query(
+                        "ids",
+                        {"type": "string"},
+                        f"2 to {MAX_COMPARED} job ids, comma-separated (or repeated)",
+                    ),
+                    "required": True,
+                }
+            ],
+            "get": {
+                "summary": "Jobs side by side: state, duration, the spec and config values that "
+                "differ, each MLflow metric's last point",
+                "responses": {
+                    "200": _json(JobComparison, "The comparison"),
+                    **_errors(400, 404),
+                },
             },
         },
         "/jobs/{job_id}/events": {

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 from ..core.api import RankArg
 from .apply_verb import add_apply
+from .compare_verb import add_compare
 from .exits import EXIT_CODES_HELP, EXIT_USAGE, CommandError, HelpShown
 from .queue_verb import add_queue_parser
 from .stacks_verb import add_stacks
@@ -323,6 +324,7 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     add_queue_parser(verb)
     add_apply(verb)
     add_stacks(verb)
+    add_compare(verb)
 
     mcp = verb(
         "mcp",

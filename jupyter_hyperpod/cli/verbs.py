@@ -26,6 +26,7 @@ from ..render import (
 )
 from ..terminal_text import TerminalText
 from .apply_verb import do_apply
+from .compare_verb import do_compare, do_diff
 from .exits import (
     EXIT_INTERRUPTED,
     EXIT_JOB_FAILED,
@@ -405,6 +406,8 @@ VERBS: dict[str, Verb] = {
     "logs": do_logs,
     "cancel": do_cancel,
     "rerun": do_rerun,
+    "diff": do_diff,
+    "compare": do_compare,
     "forget": do_forget,
     "files": do_files,
     "templates": do_templates,

@@ -26,6 +26,8 @@ from .models import (
     FileListing,
     ForgottenJob,
     Job,
+    JobComparison,
+    JobDiff,
     JobList,
     JobMetrics,
     JobSpec,
@@ -185,6 +187,14 @@ class HyperPodAPI(Protocol):
         ...
 
     def metrics(self, job_id: str) -> JobMetrics: ...
+
+    def diff(self, job_id: str, other_id: str) -> JobDiff:
+        """What differs between two jobs: spec, resolved configs, code files, packages."""
+        ...
+
+    def compare(self, job_ids: Sequence[str]) -> JobComparison:
+        """Two to ten jobs side by side: state, duration, what sets them apart, final metrics."""
+        ...
 
     def dump_stacks(self, job_id: str) -> StackDump:
         """py-spy dump of every rank of a running job, differing frames marked; stored with it."""

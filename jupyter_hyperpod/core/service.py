@@ -47,6 +47,7 @@ from .byo import (
     unified,
 )
 from .catalog import TemplateCatalog, TemplateContext, load_catalog
+from .compare import JobComparer
 from .errors import (
     AwsDenied,
     Forbidden,
@@ -68,6 +69,8 @@ from .models import (
     FileSystemInfo,
     ForgottenJob,
     Job,
+    JobComparison,
+    JobDiff,
     JobList,
     JobMetrics,
     JobSpec,
@@ -131,6 +134,8 @@ class HyperPodService:
         self.store = JobStore(settings.job_store)
         self.snapshots = self.adapters.snapshotter(settings, self.partition)
         """What takes each job's snapshot at submit, which the job runs from (#24)."""
+        self.comparer = JobComparer(self.job, self.metrics, self.snapshots)
+        """Jobs side by side from their records and snapshots (`diff`, `compare`, #24)."""
         self.orchestrator = orchestrator or self.adapters.orchestrator(settings)
         self.identity = self.orchestrator.identity
         """Who the user is (`core/identity.py`): one object, the backends' too."""
@@ -1184,6 +1189,15 @@ class HyperPodService:
             if by_backend.run is not None:
                 return by_backend
         return found
+
+    # -- comparing jobs (#24 item 2) ---------------------------------------------------------
+    def diff(self, job_id: str, other_id: str) -> JobDiff:
+        """What differs between two jobs: spec, resolved configs, code files, packages."""
+        return self.comparer.diff(job_id, other_id)
+
+    def compare(self, job_ids: Sequence[str]) -> JobComparison:
+        """Two to ten jobs side by side: state, duration, what sets them apart, final metrics."""
+        return self.comparer.compare(job_ids)
 
     # -- GPU metrics (DCGM series in Prometheus/AMP/Grafana; NVML or nvidia-smi locally) ------
     _gpu: GpuReader | None = None

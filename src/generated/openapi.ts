@@ -1041,6 +1041,144 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/jobs/{job_id}/diff/{other_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+        other_id: string;
+      };
+      cookie?: never;
+    };
+    /** What differs between two jobs: spec, resolved configs, code files (unified diffs of text files), the cluster interpreter's packages */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          job_id: string;
+          other_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The differences */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['JobDiff'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description No such job or path */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/compare': {
+    parameters: {
+      query: {
+        /** @description 2 to 10 job ids, comma-separated (or repeated) */
+        ids: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Jobs side by side: state, duration, the spec and config values that differ, each MLflow metric's last point */
+    get: {
+      parameters: {
+        query: {
+          /** @description 2 to 10 job ids, comma-separated (or repeated) */
+          ids: string;
+        };
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The comparison */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['JobComparison'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description No such job or path */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/jobs/{job_id}/events': {
     parameters: {
       query?: never;
@@ -2136,6 +2274,181 @@ export interface components {
        */
       watch_cache: components['schemas']['WatchCacheStatus'] | null;
     };
+    /** CodeDiff */
+    CodeDiff: {
+      /**
+       * @description Null: the job has no snapshot
+       * @default null
+       */
+      a: components['schemas']['CodeSide'] | null;
+      /** @default null */
+      b: components['schemas']['CodeSide'] | null;
+      /** Files */
+      files: components['schemas']['CodeFileChange'][];
+      /**
+       * Unchanged
+       * @description Files the same in both
+       * @default 0
+       */
+      unchanged: number;
+    };
+    /**
+     * CodeFileChange
+     * @description A snapshot file added, removed or changed (by SHA-256) between two jobs.
+     */
+    CodeFileChange: {
+      /**
+       * Path
+       * @description Relative to the workdir
+       */
+      path: string;
+      /**
+       * Status
+       * @enum {string}
+       */
+      status: 'added' | 'removed' | 'changed';
+      /**
+       * A Sha256
+       * @default null
+       */
+      a_sha256: string | null;
+      /**
+       * B Sha256
+       * @default null
+       */
+      b_sha256: string | null;
+      /**
+       * A Size
+       * @default null
+       */
+      a_size: number | null;
+      /**
+       * B Size
+       * @default null
+       */
+      b_size: number | null;
+      /**
+       * Diff
+       * @description Unified diff (text files under the size cap); null: see note
+       * @default null
+       */
+      diff: string | null;
+      /**
+       * Note
+       * @description Why no diff is shown (binary, too large)
+       * @default null
+       */
+      note: string | null;
+    };
+    /**
+     * CodeSide
+     * @description What one job ran, in short.
+     */
+    CodeSide: {
+      /**
+       * Commit
+       * @default null
+       */
+      commit: string | null;
+      /**
+       * Dirty
+       * @default false
+       */
+      dirty: boolean;
+      /**
+       * Files
+       * @default 0
+       */
+      files: number;
+      /**
+       * Bytes
+       * @default 0
+       */
+      bytes: number;
+    };
+    /**
+     * ComparedJob
+     * @description One job of a comparison: its outcome, what sets it apart, its final metrics.
+     */
+    ComparedJob: {
+      /** Id */
+      id: string;
+      /** Name */
+      name: string;
+      state: components['schemas']['JobState'];
+      /** Created */
+      created: number;
+      /**
+       * Duration
+       * @description Seconds from start to end (or to now)
+       * @default null
+       */
+      duration: number | null;
+      /**
+       * Exit Code
+       * @default null
+       */
+      exit_code: number | null;
+      /**
+       * Commit
+       * @default null
+       */
+      commit: string | null;
+      /**
+       * Dirty
+       * @default false
+       */
+      dirty: boolean;
+      /**
+       * Values
+       * @description Its value of each field in JobComparison.differing (null: absent)
+       */
+      values: {
+        [key: string]: unknown;
+      };
+      /**
+       * Final Metrics
+       * @description Each MLflow metric's last point (highest step)
+       */
+      final_metrics: {
+        [key: string]: components['schemas']['MetricPoint'];
+      };
+      /** @default null */
+      evaluation: components['schemas']['EvaluationMetrics'] | null;
+      /**
+       * Metrics Message
+       * @description Why no metrics, when none
+       * @default null
+       */
+      metrics_message: string | null;
+    };
+    /**
+     * ConfigChange
+     * @description A resolved config file (`${VAR}` expanded, `--set` applied) that differs.
+     */
+    ConfigChange: {
+      /**
+       * Name
+       * @description The config's path, relative to the workdir
+       */
+      name: string;
+      /**
+       * Status
+       * @enum {string}
+       */
+      status: 'added' | 'removed' | 'changed';
+      /**
+       * Values
+       * @description The values that differ (YAML mappings, flattened)
+       */
+      values: components['schemas']['ValueChange'][];
+      /**
+       * Diff
+       * @description Unified diff of the two resolved texts
+       * @default
+       */
+      diff: string;
+    };
     /**
      * Diagnosis
      * @description Can this machine act as the login node of its cluster? (`GET diagnose`, `doctor`).
@@ -2178,6 +2491,27 @@ export interface components {
        * @default
        */
       fix: string;
+    };
+    /** EnvironmentDiff */
+    EnvironmentDiff: {
+      /**
+       * A Sha256
+       * @description SHA-256 of a's pip freeze (null: unknown)
+       * @default null
+       */
+      a_sha256: string | null;
+      /**
+       * B Sha256
+       * @default null
+       */
+      b_sha256: string | null;
+      /**
+       * Same
+       * @description Both known and identical
+       */
+      same: boolean;
+      /** Packages */
+      packages: components['schemas']['PackageChange'][];
     };
     /** ErrorBody */
     ErrorBody: {
@@ -2746,6 +3080,53 @@ export interface components {
        * @description The rank the job failed on first, decided by the server from the ranks' faults, exit codes and end times (core/blame.py); null unless FAILED or none is to blame
        */
       readonly failed_rank: number | null;
+    };
+    /**
+     * JobComparison
+     * @description Two or more jobs side by side.
+     */
+    JobComparison: {
+      /** Jobs */
+      jobs: components['schemas']['ComparedJob'][];
+      /**
+       * Differing
+       * @description Spec fields ('resources.nodes') and config values ('train.yaml:lora.r') that are not the same in every job
+       */
+      differing: string[];
+      /**
+       * Metrics
+       * @description Every final metric any of the jobs has, sorted
+       */
+      metrics: string[];
+      /** Notes */
+      notes: string[];
+    };
+    /**
+     * JobDiff
+     * @description Two jobs side by side: what differs in their spec, configs, code and environment.
+     */
+    JobDiff: {
+      /**
+       * A
+       * @description The first job's id
+       */
+      a: string;
+      /**
+       * B
+       * @description The second job's id
+       */
+      b: string;
+      /** Spec */
+      spec: components['schemas']['ValueChange'][];
+      /** Configs */
+      configs: components['schemas']['ConfigChange'][];
+      code: components['schemas']['CodeDiff'];
+      environment: components['schemas']['EnvironmentDiff'];
+      /**
+       * Notes
+       * @description What could not be compared, and why
+       */
+      notes: string[];
     };
     /**
      * JobEventRequest
@@ -3396,6 +3777,30 @@ export interface components {
        */
       nodes: string[];
     };
+    /** PackageChange */
+    PackageChange: {
+      /**
+       * Name
+       * @description The package, as pip freeze names it
+       */
+      name: string;
+      /**
+       * Status
+       * @enum {string}
+       */
+      status: 'added' | 'removed' | 'changed';
+      /**
+       * A
+       * @description Its version (or pip's requirement line) in a
+       * @default null
+       */
+      a: string | null;
+      /**
+       * B
+       * @default null
+       */
+      b: string | null;
+    };
     /**
      * QueueJob
      * @description One job of the cluster's queue, as the cluster shows it to every user.
@@ -3982,6 +4387,29 @@ export interface components {
        * @description Innermost first, as py-spy prints them
        */
       frames: components['schemas']['StackFrame'][];
+    };
+    /**
+     * ValueChange
+     * @description One field, or one config value, that differs between two jobs.
+     */
+    ValueChange: {
+      /**
+       * Field
+       * @description Dotted path: 'env.LR', 'resources.nodes', 'lora.r'
+       */
+      field: string;
+      /**
+       * A
+       * @description Its value in the first job (null: absent)
+       * @default null
+       */
+      a: unknown;
+      /**
+       * B
+       * @description Its value in the second job (null: absent)
+       * @default null
+       */
+      b: unknown;
     };
     /**
      * WatchCacheStatus

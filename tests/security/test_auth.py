@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ SAMPLE_ID = "some-job-abc123"
 
 
 def _concrete(pattern: str) -> str:
-    return pattern.replace("(?P<job_id>[a-z0-9][-a-z0-9]{0,62})", SAMPLE_ID)
+    """Each id of the route (job_id, other_id) as SAMPLE_ID."""
+    return re.sub(r"\(\?P<\w+>[^)]*\)", SAMPLE_ID, pattern)
 
 
 @pytest.mark.parametrize(
