@@ -76,8 +76,11 @@ def diff_text(found: JobDiff) -> str:
     elif env.a_sha256 and env.b_sha256:
         lines += ["", f"environment: {len(env.packages)} packages differ"]
         for package in env.packages:
-            sign = {"added": "+", "removed": "-", "changed": "~"}[package.status]
-            lines.append(f"  {sign} {package.name} {package.a or ''} -> {package.b or ''}".rstrip())
+            if package.status == "changed":
+                lines.append(f"  ~ {package.name} {package.a} -> {package.b}")
+            else:
+                sign, version = ("+", package.b) if package.status == "added" else ("-", package.a)
+                lines.append(f"  {sign} {package.name} {version}")
     else:
         lines += ["", "environment: not compared (see the notes)"]
     if found.notes:

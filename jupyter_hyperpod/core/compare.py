@@ -64,8 +64,9 @@ class _Side:
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys; lists and scalars are leaves."""
-    if isinstance(value, Mapping) and (value or not prefix):
+    """Nested mappings as dotted keys; lists and scalars are leaves, an empty mapping is
+    nothing (so `env: {}` and `env: {LR: ...}` differ in `env.LR`)."""
+    if isinstance(value, Mapping):
         found: dict[str, Any] = {}
         for key, item in value.items():
             found.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
