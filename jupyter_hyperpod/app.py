@@ -140,6 +140,7 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
         unfinished = [JobState.PENDING, JobState.RUNNING]
         feed = JobFeed(lambda: service.jobs(states=unfinished, limit=1000), service.job)
         service.tracker.add_listener(feed.on_refresh)
+        service.tracker.watched = lambda: feed.subscribers > 0  # pushed: at the tracker's pace
         return feed
 
     def _start_gpu_sampler(self) -> None:

@@ -90,6 +90,47 @@ def test_the_interval_follows_the_age_of_the_youngest_job() -> None:
     assert seen == [2.0, 5.0, 30.0, 30.0]  # submitit's min(delay, max(2, age / 2))
 
 
+def test_a_listener_reading_after_a_refresh_does_not_speed_the_tracker_up() -> None:
+    """The job feed reads the jobs after each refresh, and a read nudges: were that nudge taken,
+    the tracker would refresh every fresh_for while a panel listens (bench_push.py saw 2 a
+    second). A reader's nudge from another thread still brings the refresh forward."""
+    tracker = Tracker(lambda: 100.0, min_interval=0.05, max_interval=30.0, fresh_for=0.01)
+    tracker.add_listener(tracker.nudge)  # what service.jobs() in the feed's read does
+    tracker.start()
+    try:
+        assert tracker.wait_first(5)
+        time.sleep(0.5)
+        assert tracker.refreshes == 1  # its interval is 30 s: age 100 s / 2, at most 30
+        tracker.nudge()  # a reader (this thread): refreshed within fresh_for
+        deadline = time.monotonic() + 5
+        while tracker.refreshes < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        assert tracker.refreshes == 2
+    finally:
+        tracker.stop()
+
+
+def test_while_watched_it_refreshes_every_min_interval() -> None:
+    """A panel follows the feed: states move at the tracker's fastest pace (refresh_interval),
+    not at the pace of the jobs' age (30 s for old ones); nobody following: the age's again."""
+    tracker = Tracker(lambda: 100.0, min_interval=0.05, max_interval=30.0)
+    watching = True
+    tracker.watched = lambda: watching
+    tracker.start()
+    try:
+        time.sleep(0.6)
+        fast = tracker.refreshes
+        assert 6 <= fast <= 13, fast  # every 0.05 s, on a shared machine
+        watching = False
+        time.sleep(0.1)  # the refresh already due
+        settled = tracker.refreshes
+        time.sleep(0.5)
+        assert tracker.refreshes == settled
+    finally:
+        tracker.stop()
+
+
 def test_a_failing_backend_marks_states_stale_and_backs_off() -> None:
     outcome: list[Exception | None] = [BackendUnavailable("slurmctld is not answering"), None]
 

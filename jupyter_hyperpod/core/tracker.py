@@ -7,6 +7,10 @@ follows the age of the youngest unfinished job, as submitit's watcher does (subm
 checks at 0, 2, 4, 8, 16... seconds after a submission, then every `delay_s`): a job just
 submitted is looked at often, a week-old one rarely. A reader that watches an unfinished job
 `nudge`s it, which brings the next refresh forward to `fresh_for` seconds after the last one.
+While `watched()` says someone follows the changes as they happen (the job feed's subscribers,
+`core/feed.py`), it refreshes every `min_interval` whatever the jobs' age. A listener's own read
+after a refresh (the feed reading the jobs it publishes) is not someone watching: it nudges
+nothing, or the tracker would refresh every `fresh_for` while a panel listens.
 
 A refresh that fails (the cluster unreachable, a timeout) leaves the stored states as they were
 and marks them stale with the reason: `GET jobs` still answers, saying since when and why the
@@ -72,6 +76,9 @@ class Tracker:
         self.stale: Staleness | None = None
         self._first_done = threading.Event()
         self._listeners: list[Callable[[], None]] = []
+        self._notifying: threading.Thread | None = None
+        self.watched: Callable[[], bool] = lambda: False
+        """True while someone follows the changes as they happen: refresh every min_interval."""
 
     # -- observers ----------------------------------------------------------------------------
     def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
@@ -82,11 +89,15 @@ class Tracker:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _notify(self) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener()
-            except Exception:  # an observer's failure must never stop the tracker
-                log.exception("tracker listener %r failed", listener)
+        self._notifying = threading.current_thread()
+        try:
+            for listener in list(self._listeners):
+                try:
+                    listener()
+                except Exception:  # an observer's failure must never stop the tracker
+                    log.exception("tracker listener %r failed", listener)
+        finally:
+            self._notifying = None
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -104,7 +115,10 @@ class Tracker:
 
     # -- asking for freshness -----------------------------------------------------------------
     def nudge(self, *, now: bool = False) -> None:
-        """Someone watches an unfinished job (or just submitted or cancelled one: `now`)."""
+        """Someone watches an unfinished job (or just submitted or cancelled one: `now`). A
+        listener reading after a refresh (in `_notify`) is not someone: ignored."""
+        if not now and self._notifying is threading.current_thread():
+            return
         with self._wake:
             self._nudged = True
             if now:
@@ -136,9 +150,10 @@ class Tracker:
     def _due(self) -> float:
         """Seconds until the next refresh should start (<= 0: now)."""
         since = self.clock() - self.last_attempt
+        interval = self.min_interval if self.watched() else self.interval
         if self._nudged:
-            return min(self.fresh_for, self.interval) - since
-        return self.interval - since
+            return min(self.fresh_for, interval) - since
+        return interval - since
 
     def _run(self) -> None:
         while True:
