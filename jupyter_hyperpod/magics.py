@@ -67,8 +67,8 @@ class HyperPodMagics(Magics):
     def hyperpod(self, line: str, cell: str | None = None) -> Any:
         """Drive the training cluster: `%hyperpod --help`, `%hyperpod VERB --help`.
 
-        Verbs: cluster, nodes, jobs, submit, status, wait, logs, cancel, files, templates, connect,
-        doctor. `%%hyperpod submit [options] [-- script args]` submits the cell as a script.
+        Verbs: cluster, nodes, jobs, submit, status, wait, logs, cancel, rerun, diff, compare,
+        files, templates, connect, doctor. `%%hyperpod submit [options] [-- script args]` submits the cell as a script.
         """
         try:
             argv = shlex.split(line)

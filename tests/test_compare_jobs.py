@@ -1,6 +1,7 @@
 """Jobs side by side (#24 item 2) through the real server on the local backend: the diff of two
 jobs names exactly the config value and the code line that changed; a comparison of three
-shows their outcome, the value that sets them apart and the final metrics read from MLflow;
+shows their outcome, the value that sets them apart and the final metrics and ROUGE scores
+read from MLflow;
 bad ids are a 404 or a 400 with the reason."""
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ async def test_compare_three_jobs_with_their_final_metrics(api: Api, partition: 
         for step, loss in enumerate(losses):
             client.log_metric(run.info.run_id, "loss", loss, step=step)
         client.set_terminated(run.info.run_id)
+    # An evaluation's scores (what training/evaluate.py logs): the ROUGE row of the third job.
+    run = client.create_run(experiment, tags={"hyperpod.job_id": three[2]["id"]})
+    client.log_metric(run.info.run_id, "eval_rouge1_base", 0.25)
+    client.log_metric(run.info.run_id, "eval_rouge1_finetuned", 0.5)
 
     ids = [job["id"] for job in three]
     reply = await api.get("compare", ids=",".join(ids))
@@ -107,10 +112,13 @@ async def test_compare_three_jobs_with_their_final_metrics(api: Api, partition: 
         {"config.yaml:lr": 0.002},
         {"config.yaml:lr": 0.003},
     ]
-    assert found["metrics"] == ["loss"]
+    assert found["metrics"] == ["eval_rouge1_base", "eval_rouge1_finetuned", "loss"]
     finals = [j["final_metrics"].get("loss") for j in found["jobs"]]
     assert [(p["step"], p["value"]) for p in finals[:2]] == [(2, 1.2), (2, 0.7)]
-    assert finals[2] is None and "no MLflow run" in found["jobs"][2]["metrics_message"]
+    assert finals[2] is None and found["jobs"][0]["evaluation"] is None
+    assert found["jobs"][2]["evaluation"]["rouge"] == [
+        {"name": "rouge1", "base": 0.25, "finetuned": 0.5, "delta": 0.25}
+    ]
     for job in found["jobs"]:
         assert job["state"] == "SUCCEEDED" and job["exit_code"] == 0
         assert job["duration"] is not None and 0 <= job["duration"] < 30
