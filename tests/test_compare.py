@@ -4,11 +4,13 @@ an executable's diff, a job without a snapshot, metrics that cannot be read, dur
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from jupyter_hyperpod.core import compare as compare_module
 from jupyter_hyperpod.core.compare import JobComparer, freeze_packages
 from jupyter_hyperpod.core.errors import InvalidRequest, NotConnected, NotFound
 from jupyter_hyperpod.core.models import (
@@ -215,3 +217,32 @@ def test_the_text_a_person_reads(jobs: dict[str, Job], tmp_path: Path) -> None:
     assert rows["nodes"] == ["1", "2", "1"]
     assert rows["loss"] == ["0.5", "(step", "3)", "0.5", "(step", "3)"]
     assert "no metrics for b-2" in table
+
+
+def test_many_changed_files_are_counted_past_the_cap(
+    jobs: dict[str, Job], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(compare_module, "MAX_FILE_CHANGES", 2)
+    diff = comparer(jobs, tmp_path).diff("a-1", "b-2")
+    assert [f.path for f in diff.code.files] == ["big.txt", "blob.bin"]
+    assert "3 more files differ than the 2 listed" in diff.notes
+
+
+def test_a_manifest_edited_by_hand_is_no_error(jobs: dict[str, Job], tmp_path: Path) -> None:
+    manifest = tmp_path / "part" / ".hyperpod" / "snapshots" / "b-2" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["files"]["evil.py"] = {"sha256": "../../../etc/passwd", "size": 10, "x": False}
+    data["files"]["odd.py"] = {"sha256": "ab", "size": "big"}
+    manifest.write_text(json.dumps(data))
+    diff = comparer(jobs, tmp_path).diff("a-1", "b-2")
+    evil = next(f for f in diff.code.files if f.path == "evil.py")
+    assert evil.diff is None and evil.note == "its stored copy cannot be read"
+    assert "odd.py" not in {f.path for f in diff.code.files}
+
+    data["configs"] = {"config.yaml": "../../secret"}
+    manifest.write_text(json.dumps(data))
+    diff = comparer(jobs, tmp_path).diff("a-1", "b-2")
+    assert diff.code.files == [] and diff.notes == [
+        "job b-2 has no snapshot (its snapshot was removed or cannot be read): its code, "
+        "configs and environment are not compared"
+    ]

@@ -42,6 +42,8 @@ MAX_DIFF_FILE = 256 * 1024
 """A file larger than this (either side) is compared by its SHA-256 only."""
 MAX_DIFF_TEXT = 1 << 20
 """The most unified-diff text one JobDiff carries (code files together); the rest by SHA-256."""
+MAX_FILE_CHANGES = 1000
+"""The most changed files one JobDiff lists; the rest are counted in a note."""
 
 
 class SnapshotStore(Protocol):
@@ -149,7 +151,11 @@ class JobComparer:
             return _Side(job, {}, {}, None, why)
         try:
             manifest = self._snapshots.manifest(job.id)
-            files = {str(k): dict(v) for k, v in manifest.get("files", {}).items()}
+            files = {
+                str(path): entry
+                for path, entry in manifest.get("files", {}).items()
+                if _entry_ok(entry)  # a manifest edited by hand: its odd entries left out
+            }
             configs = {
                 str(name): self._snapshots.read(digest).decode("utf-8")
                 for name, digest in manifest.get("configs", {}).items()
@@ -222,7 +228,7 @@ class JobComparer:
 
     def _code(self, a: _Side, b: _Side, notes: list[str]) -> CodeDiff:
         files: list[CodeFileChange] = []
-        unchanged = 0
+        unchanged = more = 0
         budget = MAX_DIFF_TEXT
         for path in sorted(set(a.files) | set(b.files)):
             old, new = a.files.get(path), b.files.get(path)
@@ -238,20 +244,27 @@ class JobComparer:
                 a_size=old and old.get("size"),
                 b_size=new and new.get("size"),
             )
-            texts = [self._file_text(entry) if entry else ("", None) for entry in (old, new)]
-            why = texts[0][1] or texts[1][1]
-            if why:
-                change.note = why
-            elif budget <= 0:
+            if len(files) >= MAX_FILE_CHANGES:
+                more += 1
+                continue
+            if budget <= 0:
                 change.note = "the diff's size limit is reached: compared by SHA-256 only"
             else:
-                change.diff = unified(
-                    texts[0][0] or "", texts[1][0] or "", f"{a.job.id}/{path}", f"{b.job.id}/{path}"
-                )
-                budget -= len(change.diff)
+                texts = [self._file_text(entry) if entry else ("", None) for entry in (old, new)]
+                change.note = texts[0][1] or texts[1][1]
+                if not change.note:
+                    change.diff = unified(
+                        texts[0][0] or "",
+                        texts[1][0] or "",
+                        f"{a.job.id}/{path}",
+                        f"{b.job.id}/{path}",
+                    )
+                    budget -= len(change.diff)
             files.append(change)
         if budget <= 0:
             notes.append(f"the code diff stops at {MAX_DIFF_TEXT >> 20} MiB of text")
+        if more:
+            notes.append(f"{more} more files differ than the {MAX_FILE_CHANGES} listed")
         return CodeDiff(a=_code_side(a), b=_code_side(b), files=files, unchanged=unchanged)
 
     def _environment(self, a: _Side, b: _Side, notes: list[str]) -> EnvironmentDiff:
@@ -350,6 +363,15 @@ def _checked_ids(ids: Iterable[str]) -> list[str]:
     if twice:
         raise InvalidRequest(f"job ids named twice: {', '.join(twice)}", field="ids")
     return wanted
+
+
+def _entry_ok(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("sha256"), str)
+        and isinstance(entry.get("size"), int)
+        and isinstance(entry.get("x", False), bool)
+    )
 
 
 def _values_of(side: _Side) -> dict[str, Any]:
