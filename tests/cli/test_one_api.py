@@ -1,6 +1,7 @@
 """One API, two implementations: the same scenario (submit, jobs, job, logs, follow, cancel,
-files, templates, render, diagnose) through the core in this process (`HyperPodService`) and
-through the REST client against a real Jupyter server (`HyperPodClient`) gives the same results.
+diff, compare, files, templates, render, diagnose) through the core in this process
+(`HyperPodService`) and through the REST client against a real Jupyter server
+(`HyperPodClient`) gives the same results.
 
 Both run on the same partition with the local backend; each keeps its own job history, so each
 sees only the jobs it submitted."""
@@ -75,6 +76,14 @@ def scenario(api: HyperPodAPI) -> dict[str, Any]:
     listed = api.jobs(limit=10)
     seen["jobs"] = (listed.total, [j.name for j in listed.jobs])
     seen["succeeded"] = [j.name for j in api.jobs(states=[JobState.SUCCEEDED]).jobs]
+    diff = api.diff(job.id, long.id)
+    seen["diff"] = (
+        [(c.field, c.a, c.b) for c in diff.spec],
+        [f.path for f in diff.code.files],
+        diff.environment.same,
+    )
+    compared = api.compare([job.id, long.id])
+    seen["compare"] = ([j.state for j in compared.jobs], compared.differing)
     gone = api.forget(long.id, delete_files=True)
     seen["forget"] = (gone.id == long.id, gone.cancelled, gone.files_deleted)
     seen["forget dir"] = gone.job_dir == f".hyperpod/jobs/{long.id}"
@@ -86,6 +95,8 @@ def scenario(api: HyperPodAPI) -> dict[str, Any]:
         lambda: api.logs(job.id, rank=5),
         lambda: api.files("no-such-dir"),
         lambda: api.submit(name="Bad Name", command=["x.py"]),
+        lambda: api.compare([job.id]),
+        lambda: api.diff(job.id, "nope-123456"),
     ):
         try:
             call()
@@ -134,7 +145,18 @@ async def test_the_service_and_the_client_answer_the_same(
         "InvalidRequest",
         "NotFound",
         "InvalidRequest",
+        "InvalidRequest",
+        "NotFound",
     ]
+    assert in_process["diff"] == (
+        [
+            ("command", ["steps.py", "3", "0.01", "x"], ["steps.py", "1000", "0.05"]),
+            ("name", "steps", "long"),
+        ],
+        [],
+        True,
+    )
+    assert in_process["compare"] == ([JobState.SUCCEEDED, JobState.CANCELLED], ["command"])
     assert in_process["diagnose"][0] == "local" and "partition" in in_process["diagnose"][1]
 
 
