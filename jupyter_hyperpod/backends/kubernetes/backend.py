@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
-import threading
 import time
-from pathlib import Path
 from typing import Any, ClassVar
 
 from traitlets import Bool, Enum, Float, List, Unicode, default
@@ -39,6 +36,7 @@ from ...core.models import (
     WatchedResource,
 )
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
+from . import queue as cluster_queue
 from .cache import ClusterCache, PodRecord
 from .client import KubeClient
 from .governance import KindDiscovery, TaskGovernance
@@ -53,7 +51,7 @@ from .jobs import (
     timestamp,
 )
 from .kueue import explain_queued, queued
-from .logs import PodLogFollower, SpoolLogReader
+from .logs import FollowerPool, PodLogFollower, SpoolLogReader
 from .manifest import (
     CONTAINER,
     HYPERPOD,
@@ -77,14 +75,9 @@ from .user_manifest import UserManifestPolicy
 
 log = logging.getLogger(__name__)
 
-LIST_PAGE = 500
 SELECTOR_CHUNK = 50
 # A job object missing from the list this long after submission was deleted outside of us.
 MISSING_GRACE_S = 15.0
-FOLLOWER_LINGER_S = 120.0
-# Once a job has ended, its followed logs are drained before anyone is told: the log stream of a
-# finished container ends within moments, so this bound is rarely reached.
-DRAIN_TIMEOUT_S = 15.0
 
 
 class KubernetesOrchestrator(Orchestrator):
@@ -227,8 +220,10 @@ class KubernetesOrchestrator(Orchestrator):
             context=self.context,
             in_cluster=service_account(paths_of(settings)),
         )
-        self._followers: dict[tuple[str, int], PodLogFollower] = {}
-        self._followers_lock = threading.Lock()
+        self.followers = FollowerPool()
+        """Every rank's log follower, ours and adopted jobs' (logs.py)."""
+        self.reviews = cluster_queue.AccessReviews(self.kube)
+        """What this user may list and read, asked of the API (queue.py)."""
         self._nodes_cache: tuple[float, list[Node]] | None = None
         self._details_cache: tuple[float, dict[str, Any]] | None = None
         self._kinds = KindDiscovery(self.kube)
@@ -237,7 +232,6 @@ class KubernetesOrchestrator(Orchestrator):
         # Per node: (its resourceVersion, what pods hold of it, the Node) -- rebuilt on change.
         self._node_memo: dict[str, tuple[Any, Any, Node]] = {}
         self._nodes_view: tuple[tuple[int, int], list[Node]] | None = None
-        self._spool_dirs: dict[str, Path] = {}
 
     # -- cluster ------------------------------------------------------------------------------
     def cluster_name(self) -> str:
@@ -315,6 +309,10 @@ class KubernetesOrchestrator(Orchestrator):
                 return self._nodes_from_cache()
         return self._list_nodes_direct()
 
+    def start_watch_cache(self) -> None:
+        """Start listing and watching nodes and pods (cache.py) if no read has started it yet."""
+        self._cache.start()
+
     def cache_status(self) -> dict[str, Any]:
         """The watch cache: per resource synced, connected, staleness, relists, error."""
         return self._cache.status()
@@ -342,7 +340,7 @@ class KubernetesOrchestrator(Orchestrator):
             allocated = _allocated(pods)
         else:
             try:
-                listed = self._list_all(
+                listed = self.kube.list_all(
                     "list pods on all namespaces (for GPUs in use)",
                     self.kube.core.list_pod_for_all_namespaces,
                     field_selector="status.phase!=Succeeded,status.phase!=Failed",
@@ -374,9 +372,9 @@ class KubernetesOrchestrator(Orchestrator):
         cached = self._nodes_cache
         if cached and time.monotonic() - cached[0] < self.node_cache_seconds:
             return cached[1]
-        nodes = self._list_all("list nodes", self.kube.core.list_node)
+        nodes = self.kube.list_all("list nodes", self.kube.core.list_node)
         try:
-            pods = self._list_all(
+            pods = self.kube.list_all(
                 "list pods on all namespaces (for GPUs in use)",
                 self.kube.core.list_pod_for_all_namespaces,
                 field_selector="status.phase!=Succeeded,status.phase!=Failed",
@@ -392,18 +390,6 @@ class KubernetesOrchestrator(Orchestrator):
         result.sort(key=lambda node: node.name)
         self._nodes_cache = (time.monotonic(), result)
         return result
-
-    def _list_all(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        """Every item of a list call, page by page (`limit` + `continue`)."""
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            extra = {"limit": LIST_PAGE, **({"_continue": token} if token else {})}
-            body = self.kube.call_json(what, fn, *args, **kwargs, **extra)
-            items.extend(body.get("items") or [])
-            token = (body.get("metadata") or {}).get("continue") or None
-            if not token:
-                return items
 
     # -- jobs ---------------------------------------------------------------------------------
     @property
@@ -616,11 +602,12 @@ class KubernetesOrchestrator(Orchestrator):
 
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
         if any(_state(job).adopted for job in jobs):  # created elsewhere: queue.py
-            from .queue import refresh_adopted
-
             ours = [job for job in jobs if not _state(job).adopted]
             adopted = [job for job in jobs if _state(job).adopted]
-            return {**(self.refresh(ours) if ours else {}), **refresh_adopted(self, adopted)}
+            return {
+                **(self.refresh(ours) if ours else {}),
+                **cluster_queue.refresh_adopted(self.kube, adopted),
+            }
         groups: dict[tuple[str, tuple[str, str, str, str]], list[StoredJob]] = {}
         for job in jobs:
             if job.backend_id:
@@ -631,7 +618,7 @@ class KubernetesOrchestrator(Orchestrator):
             wanted = sorted({job.backend_id for job in members if job.backend_id})
             for start in range(0, len(wanted), SELECTOR_CHUNK):
                 chunk = wanted[start : start + SELECTOR_CHUNK]
-                items = self._list_all(
+                items = self.kube.list_all(
                     f"list {kind}s in namespace {namespace}",
                     self.kube.custom.list_namespaced_custom_object,
                     group,
@@ -669,7 +656,7 @@ class KubernetesOrchestrator(Orchestrator):
                 names = sorted(ended)
             for start in range(0, len(names), SELECTOR_CHUNK):
                 chunk = names[start : start + SELECTOR_CHUNK]
-                pods = self._list_all(
+                pods = self.kube.list_all(
                     f"list the worker pods in namespace {namespace}",
                     self.kube.core.list_namespaced_pod,
                     namespace,
@@ -716,7 +703,7 @@ class KubernetesOrchestrator(Orchestrator):
             )
         for namespace, members in needs_events.items():
             try:
-                events = self._list_all(
+                events = self.kube.list_all(
                     f"list warning events in namespace {namespace}",
                     self.kube.core.list_namespaced_event,
                     namespace,
@@ -746,7 +733,7 @@ class KubernetesOrchestrator(Orchestrator):
         return updates
 
     def _list_workloads(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return self._list_all(
+        return self.kube.list_all(
             f"list the Kueue Workloads in namespace {namespace}",
             self.kube.custom.list_namespaced_custom_object,
             "kueue.x-k8s.io",
@@ -774,26 +761,6 @@ class KubernetesOrchestrator(Orchestrator):
         return JobUpdate(state=JobState.CANCELLED, state_reason="cancelled", ended=time.time())
 
     # -- logs ---------------------------------------------------------------------------------
-    def _spool_dir(self, job: StoredJob) -> Path:
-        known = self._spool_dirs.get(job.id)
-        if known is not None:
-            return known
-        self._spool_dirs[job.id] = found = self._find_spool_dir(job)
-        return found
-
-    def _find_spool_dir(self, job: StoredJob) -> Path:
-        local = _state(job).job_dir_local
-        if local:
-            candidate = Path(local) / "k8s-logs"
-            with contextlib.suppress(OSError):
-                candidate.mkdir(parents=True, exist_ok=True)
-                if os.access(candidate, os.W_OK):
-                    return candidate
-        cache = Path(os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache")))
-        fallback = cache / "jupyter-hyperpod" / "k8s-logs" / job.id
-        fallback.mkdir(parents=True, exist_ok=True)
-        return fallback
-
     def _find_pod(
         self, namespace: str, name: str, rank: int, kind: str = ""
     ) -> dict[str, Any] | None:
@@ -815,7 +782,7 @@ class KubernetesOrchestrator(Orchestrator):
                     pod = None
                 if pod and job_name_of_pod(pod) == name:
                     return pod  # type: ignore[no-any-return]
-            pods = self._list_all(
+            pods = self.kube.list_all(
                 f"list the pods of job {name}",
                 self.kube.core.list_namespaced_pod,
                 namespace,
@@ -870,9 +837,7 @@ class KubernetesOrchestrator(Orchestrator):
         """Rank r's log: with one process per pod, the log of worker pod r; with several
         (torchrun --tee), the lines of local rank r % procs_per_node in pod r // procs_per_node."""
         if _state(job).adopted:  # created elsewhere: the operator's pod labels (queue.py)
-            from .queue import adopted_log_reader
-
-            return adopted_log_reader(self, job, rank)
+            return cluster_queue.adopted_log_reader(self.kube, self.followers, job, rank)
         workers = int(_state(job).workers or job.spec.nodes)
         per_pod = job.spec.procs_per_node if _state(job).split_ranks else 1
         if rank < 0 or rank >= workers * per_pod:
@@ -880,86 +845,48 @@ class KubernetesOrchestrator(Orchestrator):
         if not job.backend_id:
             raise NotFound(f"job {job.id} was never created on the cluster")
         worker = rank // per_pod
-        self._sweep_followers()
-        key = (job.id, worker)
-        with self._followers_lock:
-            follower = self._followers.get(key)
-            if follower is None or (not follower.alive and not follower.done):
-                namespace = self._namespace_of(job)
-                name = job.backend_id
-                kind = self._kind_of(job)[3]
-                spool_dir = self._spool_dir(job)
-                rank_paths = (
-                    [spool_dir / f"rank-{worker * per_pod + local}.log" for local in range(per_pod)]
-                    if per_pod > 1
-                    else []
-                )
-                follower = PodLogFollower(
-                    self.kube,
-                    namespace=namespace,
-                    container=CONTAINER,
-                    spool=spool_dir / f"worker-{worker}.log",
-                    find_pod=lambda: self._find_pod(namespace, name, worker, kind),
-                    job_over=lambda: self._job_over(job),
-                    label=f"worker {worker}",
-                    rank_paths=rank_paths,
-                )
-                self._followers[key] = follower
-            follower.refs += 1
-            follower.start()
-        if job.state.finished:
-            # A finished job's log is read to its end at once: let the follower fetch it first.
-            follower.wait_done(DRAIN_TIMEOUT_S)
+        namespace = self._namespace_of(job)
+        name = job.backend_id
+        kind = self._kind_of(job)[3]
+
+        def make() -> PodLogFollower:
+            spool_dir = self.followers.spool_dir(job.id, _state(job).job_dir_local)
+            rank_paths = (
+                [spool_dir / f"rank-{worker * per_pod + local}.log" for local in range(per_pod)]
+                if per_pod > 1
+                else []
+            )
+            return PodLogFollower(
+                self.kube,
+                namespace=namespace,
+                container=CONTAINER,
+                spool=spool_dir / f"worker-{worker}.log",
+                find_pod=lambda: self._find_pod(namespace, name, worker, kind),
+                job_over=lambda: self._job_over(job),
+                label=f"worker {worker}",
+                rank_paths=rank_paths,
+            )
+
+        follower = self.followers.open((job.id, worker), make, finished=job.state.finished)
         path = follower.rank_paths[rank % per_pod] if per_pod > 1 else None
-        return SpoolLogReader(follower, self._release_follower, path)
-
-    def _release_follower(self, follower: PodLogFollower) -> None:
-        with self._followers_lock:
-            follower.refs = max(0, follower.refs - 1)
-            if follower.refs == 0:
-                follower.idle_since = time.monotonic()
-
-    def _sweep_followers(self) -> None:
-        """Stop followers nobody has read for a while (their spool stays; a reader restarts them)."""
-        now = time.monotonic()
-        stale: list[PodLogFollower] = []
-        with self._followers_lock:
-            for key, follower in list(self._followers.items()):
-                if follower.refs == 0 and (
-                    follower.done or now - follower.idle_since > FOLLOWER_LINGER_S
-                ):
-                    stale.append(follower)
-                    del self._followers[key]
-        for follower in stale:
-            follower.stop(timeout=1.0)
+        return SpoolLogReader(follower, self.followers.release, path)
 
     # -- the cluster's queue (queue.py) ---------------------------------------------------
     def queue(self) -> QueueSnapshot:
-        from .queue import list_queue
-
-        return list_queue(self)
+        configured = [self.namespace, *self.allowed_namespaces]
+        return cluster_queue.list_queue(self.kube, self.reviews, self.identity.name, configured)
 
     def adopt(self, queue_id: str) -> Adoption:
-        from .queue import adopt
-
-        return adopt(self, queue_id)
+        return cluster_queue.adopt(self.kube, self.identity.name, queue_id)
 
     def claim_hint(self, row: QueueJob) -> str | None:
-        from .queue import claim_hint
-
-        return claim_hint(self, row)
+        return cluster_queue.claim_hint(self.identity.name, row)
 
     def queue_log(self, row: QueueJob, tail: int) -> bytes:
-        from .queue import queue_log
-
-        return queue_log(self, row, tail)
+        return cluster_queue.queue_log(self.kube, row, tail)
 
     def close(self) -> None:
-        with self._followers_lock:
-            followers = list(self._followers.values())
-            self._followers.clear()
-        for follower in followers:
-            follower.stop()
+        self.followers.close()
         self._cache.stop()
         self.kube.close()
 

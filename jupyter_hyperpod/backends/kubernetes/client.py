@@ -33,6 +33,8 @@ T = TypeVar("T")
 USER_AGENT = "jupyter-hyperpod"
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
+LIST_PAGE = 500
+"""Items per page of a list call (`limit`); `list_all` follows `continue` to the end."""
 
 
 def load_in_cluster(account: ServiceAccount, configuration: Any) -> None:
@@ -167,6 +169,20 @@ class KubeClient:
             ) from exc
         finally:
             response.release_conn()
+
+    def list_all(
+        self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any
+    ) -> list[dict[str, Any]]:
+        """Every item of a list call, page by page (`limit` + `continue`), as raw JSON."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            extra = {"limit": LIST_PAGE, **({"_continue": token} if token else {})}
+            body = self.call_json(what, fn, *args, **kwargs, **extra)
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue") or None
+            if not token:
+                return items
 
     def translate(self, exc: BaseException, what: str) -> HyperPodError:
         from kubernetes.client.exceptions import ApiException

@@ -179,7 +179,7 @@ def watch_cache_check(orchestrator: KubernetesOrchestrator, wait: float = HTTP_T
             "off (c.KubernetesOrchestrator.watch_cache = False): every request lists nodes "
             "and pods from the API server",
         )
-    orchestrator._cache.start()
+    orchestrator.start_watch_cache()
     deadline = time.monotonic() + wait
     status = orchestrator.watch_cache_status()
     while not status.fresh and time.monotonic() < deadline:

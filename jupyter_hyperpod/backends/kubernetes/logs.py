@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -31,6 +32,11 @@ STREAM_READ_TIMEOUT = 120.0
 CHUNK = 256 * 1024
 # torchrun --tee=3 prefixes each local rank's lines with "[<role><local_rank>]:" (role "default").
 LOCAL_RANK_PREFIX = re.compile(rb"^\[[A-Za-z_-]*?(\d+)\]:")
+# A follower nobody has read for this long is stopped (its spool stays; a reader restarts it).
+FOLLOWER_LINGER_S = 120.0
+# Once a job has ended, its followed logs are drained before anyone is told: the log stream of a
+# finished container ends within moments, so this bound is rarely reached.
+DRAIN_TIMEOUT_S = 15.0
 
 
 class RankSplitter:
@@ -333,6 +339,87 @@ class _Tee:
         self.raw.flush()
 
 
+class FollowerPool:
+    """The log followers of one backend, by key (job id, worker): one follower a pod's log however
+    many readers it has, for our jobs and adopted ones alike. A reader takes one (`open`) and
+    gives it back when closed (`release`); followers nobody has read for `linger` seconds stop
+    (`sweep`), their spool kept; `close` stops all. Each job's spool directory is found once."""
+
+    def __init__(
+        self, *, linger: float = FOLLOWER_LINGER_S, drain_timeout: float = DRAIN_TIMEOUT_S
+    ) -> None:
+        self.linger = linger
+        self.drain_timeout = drain_timeout
+        self._followers: dict[tuple[str, int], PodLogFollower] = {}
+        self._lock = threading.Lock()
+        self._spool_dirs: dict[str, Path] = {}
+
+    def spool_dir(self, job_id: str, job_dir: str | None) -> Path:
+        """Where a job's spools go: `<job dir>/k8s-logs` where writable, else the user's cache."""
+        known = self._spool_dirs.get(job_id)
+        if known is None:
+            self._spool_dirs[job_id] = known = _find_spool_dir(job_id, job_dir)
+        return known
+
+    def open(
+        self, key: tuple[str, int], make: Callable[[], PodLogFollower], *, finished: bool
+    ) -> PodLogFollower:
+        """The running (or complete) follower of `key`, made by `make` when there is none or it
+        died; one more reader of it. A finished job's log is read to its end at once: the
+        follower fetches it first (at most `drain_timeout`)."""
+        self.sweep()
+        with self._lock:
+            follower = self._followers.get(key)
+            if follower is None or (not follower.alive and not follower.done):
+                follower = make()
+                self._followers[key] = follower
+            follower.refs += 1
+            follower.start()
+        if finished:
+            follower.wait_done(self.drain_timeout)
+        return follower
+
+    def release(self, follower: PodLogFollower) -> None:
+        with self._lock:
+            follower.refs = max(0, follower.refs - 1)
+            if follower.refs == 0:
+                follower.idle_since = time.monotonic()
+
+    def sweep(self) -> None:
+        """Stop followers nobody has read for a while (their spool stays; a reader restarts them)."""
+        now = time.monotonic()
+        stale: list[PodLogFollower] = []
+        with self._lock:
+            for key, follower in list(self._followers.items()):
+                if follower.refs == 0 and (
+                    follower.done or now - follower.idle_since > self.linger
+                ):
+                    stale.append(follower)
+                    del self._followers[key]
+        for follower in stale:
+            follower.stop(timeout=1.0)
+
+    def close(self) -> None:
+        with self._lock:
+            followers = list(self._followers.values())
+            self._followers.clear()
+        for follower in followers:
+            follower.stop()
+
+
+def _find_spool_dir(job_id: str, job_dir: str | None) -> Path:
+    if job_dir:
+        candidate = Path(job_dir) / "k8s-logs"
+        with contextlib.suppress(OSError):
+            candidate.mkdir(parents=True, exist_ok=True)
+            if os.access(candidate, os.W_OK):
+                return candidate
+    cache = Path(os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache")))
+    fallback = cache / "jupyter-hyperpod" / "k8s-logs" / job_id
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
 class SpoolLogReader(FileLogReader):
     """A rank's spool file; closing it lets the backend stop an idle follower."""
 
@@ -346,7 +433,7 @@ class SpoolLogReader(FileLogReader):
         self.follower = follower
         self._release: Callable[[PodLogFollower], None] | None = release
 
-    def wait_complete(self, timeout: float = 15.0) -> None:
+    def wait_complete(self, timeout: float = DRAIN_TIMEOUT_S) -> None:
         """The job has finished: wait (at most timeout) until the pod's log stream has been read
         to its end, so that a final read misses nothing (called by the follow loop of
         `core/logprotocol.py`, in a worker thread, never by the status refresh)."""

@@ -24,15 +24,15 @@ import hashlib
 import re
 import threading
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...core.backend import JobUpdate, LogReader, StoredJob
 from ...core.errors import Forbidden, InvalidRequest, NotFound
 from ...core.models import JOB_NAME_PATTERN, JobSpec, JobState
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
+from .client import KubeClient
 from .jobs import job_name_of_pod, job_update, latest_condition, rank_of_pod, timestamp
-from .logs import PodLogFollower, SpoolLogReader
+from .logs import FollowerPool, PodLogFollower, SpoolLogReader
 from .manifest import (
     CONTAINER,
     HPJOB_LABEL,
@@ -58,9 +58,6 @@ USER_LABEL = "hyperpod.jupyter.org/user"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
-if TYPE_CHECKING:
-    from .backend import KubernetesOrchestrator
-
 ACCESS_TTL_SECONDS = 60.0
 GPU_RESOURCES = ("nvidia.com/gpu", "aws.amazon.com/neurondevice")
 SOURCE = "Kubernetes API (HyperPodPyTorchJob, PyTorchJob)"
@@ -69,8 +66,8 @@ SOURCE = "Kubernetes API (HyperPodPyTorchJob, PyTorchJob)"
 class AccessReviews:
     """SelfSubjectAccessReview answers, cached a minute (permissions change rarely)."""
 
-    def __init__(self, backend: KubernetesOrchestrator) -> None:
-        self.backend = backend
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
         self._cache: dict[tuple[str, ...], tuple[float, bool]] = {}
         self._lock = threading.Lock()
 
@@ -90,7 +87,7 @@ class AccessReviews:
                 return hit[1]
         from kubernetes import client
 
-        kube = self.backend.kube
+        kube = self.kube
         attributes = {"verb": verb, "group": group, "resource": resource}
         if namespace:
             attributes["namespace"] = namespace
@@ -115,20 +112,14 @@ class AccessReviews:
         return allowed
 
 
-def _reviews(backend: KubernetesOrchestrator) -> AccessReviews:
-    reviews = getattr(backend, "_queue_reviews", None)
-    if reviews is None:
-        reviews = AccessReviews(backend)
-        backend._queue_reviews = reviews  # type: ignore[attr-defined]
-    return reviews
-
-
-def candidate_namespaces(backend: KubernetesOrchestrator) -> list[str]:
+def candidate_namespaces(
+    kube: KubeClient, reviews: AccessReviews, configured: list[str]
+) -> list[str]:
     """The configured namespaces, plus every namespace when this user may list them."""
-    names = list(dict.fromkeys([backend.namespace, *backend.allowed_namespaces]))
-    if _reviews(backend).allowed("list", "", "namespaces"):
+    names = list(dict.fromkeys(configured))
+    if reviews.allowed("list", "", "namespaces"):
         with contextlib.suppress(Forbidden):
-            found = backend._list_all("list namespaces", backend.kube.core.list_namespace)
+            found = kube.list_all("list namespaces", kube.core.list_namespace)
             names += [(n.get("metadata") or {}).get("name", "") for n in found]
     return [name for name in dict.fromkeys(names) if name]
 
@@ -195,9 +186,11 @@ def row_from_object(obj: dict[str, Any], kind: str, user: str, logs_ok: bool) ->
     )
 
 
-def list_queue(backend: KubernetesOrchestrator) -> QueueSnapshot:
-    reviews = _reviews(backend)
-    user = backend.identity.name
+def list_queue(
+    kube: KubeClient, reviews: AccessReviews, user: str, configured: list[str]
+) -> QueueSnapshot:
+    """Every job of both kinds this user may list: cluster-wide where allowed, else in each of
+    the `configured` namespaces (and every namespace, when those may be listed) that allows it."""
     rows: list[QueueJob] = []
     namespaces: list[str] | None = None
     for group, version, plural, kind in (HYPERPOD, KUBEFLOW):
@@ -205,22 +198,22 @@ def list_queue(backend: KubernetesOrchestrator) -> QueueSnapshot:
             scopes: list[str | None] = [None]
         else:
             if namespaces is None:
-                namespaces = candidate_namespaces(backend)
+                namespaces = candidate_namespaces(kube, reviews, configured)
             scopes = [ns for ns in namespaces if reviews.allowed("list", group, plural, ns)]
         for scope in scopes:
             try:
                 if scope is None:
-                    items = backend._list_all(
+                    items = kube.list_all(
                         f"list {kind}s in all namespaces",
-                        backend.kube.custom.list_cluster_custom_object,
+                        kube.custom.list_cluster_custom_object,
                         group,
                         version,
                         plural,
                     )
                 else:
-                    items = backend._list_all(
+                    items = kube.list_all(
                         f"list {kind}s in namespace {scope}",
-                        backend.kube.custom.list_namespaced_custom_object,
+                        kube.custom.list_namespaced_custom_object,
                         group,
                         version,
                         scope,
@@ -244,11 +237,11 @@ def parse_id(queue_id: str) -> tuple[str, tuple[str, str, str, str], str]:
     return parts[0], JOB_KINDS[parts[1]], parts[2]
 
 
-def _read(backend: KubernetesOrchestrator, namespace: str, kind: tuple[str, ...], name: str) -> Any:
+def _read(kube: KubeClient, namespace: str, kind: tuple[str, ...], name: str) -> Any:
     group, version, plural, title = kind
-    return backend.kube.call_json(
+    return kube.call_json(
         f"read {title} {name} in namespace {namespace}",
-        backend.kube.custom.get_namespaced_custom_object,
+        kube.custom.get_namespaced_custom_object,
         group,
         version,
         namespace,
@@ -257,26 +250,27 @@ def _read(backend: KubernetesOrchestrator, namespace: str, kind: tuple[str, ...]
     )
 
 
-def claim_hint(backend: KubernetesOrchestrator, row: QueueJob) -> str | None:
+def claim_hint(user: str, row: QueueJob) -> str | None:
     """An unlabelled job is nobody's: the command that claims it (the label added by hand)."""
     if not row.namespace or not row.kind or row.kind not in JOB_KINDS:
         return None
     plural = JOB_KINDS[row.kind][2]
     return (
         f"if it is yours, claim it: kubectl label -n {row.namespace} {plural} {row.name} "
-        f"{USER_LABEL}={label_value(backend.identity.name)}"
+        f"{USER_LABEL}={label_value(user)}"
     )
 
 
-def adopt(backend: KubernetesOrchestrator, queue_id: str) -> Adoption:
+def adopt(kube: KubeClient, user: str, queue_id: str) -> Adoption:
+    """One of my jobs (labelled with my name) as a job of this server."""
     namespace, kind, name = parse_id(queue_id)
     try:
-        obj = _read(backend, namespace, kind, name)
+        obj = _read(kube, namespace, kind, name)
     except NotFound:
         raise NotFound(f"no {kind[3]} {name} in namespace {namespace}", field="id") from None
     labels = (obj.get("metadata") or {}).get("labels") or {}
     owner = labels.get(USER_LABEL, "")
-    mine = label_value(backend.identity.name)
+    mine = label_value(user)
     if not owner or owner != mine:
         raise Forbidden(
             f"{kind[3]} {name} is not labelled {USER_LABEL}={mine}: only your own jobs can be "
@@ -334,11 +328,12 @@ def _pod_selector(kind: str, name: str) -> str:
     return f"{HPJOB_LABEL}={name}" if kind == HYPERPOD[3] else f"{KUBEFLOW_JOB_LABEL}={name}"
 
 
-def _pods(backend: KubernetesOrchestrator, job: StoredJob) -> list[dict[str, Any]]:
-    namespace, kind = str(job.data["namespace"]), str(job.data["kind"])
-    pods = backend._list_all(
+def _pods(kube: KubeClient, job: StoredJob) -> list[dict[str, Any]]:
+    state = KubernetesState.load(job.data)
+    namespace, kind = str(state.namespace), str(state.kind)
+    pods = kube.list_all(
         f"list the pods of {kind} {job.backend_id}",
-        backend.kube.core.list_namespaced_pod,
+        kube.core.list_namespaced_pod,
         namespace,
         label_selector=_pod_selector(kind, job.backend_id or ""),
     )
@@ -354,13 +349,14 @@ def _operator_job(pod: dict[str, Any]) -> str | None:
     return labels.get(KUBEFLOW_JOB_LABEL) or labels.get(HPJOB_LABEL) or labels.get(JOBSET_LABEL)
 
 
-def refresh_adopted(backend: KubernetesOrchestrator, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
+def refresh_adopted(kube: KubeClient, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
     """Status of adopted jobs: their object and the pods their operator labelled."""
     updates: dict[str, JobUpdate] = {}
     for job in jobs:
-        kind = USER_KINDS[str(job.data.get("kind") or KUBEFLOW[3])]
+        state = KubernetesState.load(job.data)
+        kind = USER_KINDS[state.kind or KUBEFLOW[3]]
         try:
-            obj = _read(backend, str(job.data["namespace"]), kind, job.backend_id or "")
+            obj = _read(kube, str(state.namespace), kind, job.backend_id or "")
         except NotFound:
             updates[job.id] = JobUpdate(
                 state=JobState.CANCELLED,
@@ -368,8 +364,7 @@ def refresh_adopted(backend: KubernetesOrchestrator, jobs: list[StoredJob]) -> d
                 ended=time.time(),
             )
             continue
-        state = KubernetesState.load(job.data)
-        update = job_update(obj, _pods(backend, job), faults=state.faults)
+        update = job_update(obj, _pods(kube, job), faults=state.faults)
         if kind == TRAINER:
             _with_trainer_progress(update, obj, state, job.started)
         updates[job.id] = update
@@ -387,15 +382,18 @@ def _with_trainer_progress(
     update.data = (update.data or KubernetesState()).changed(trainer_progress=progress)
 
 
-def adopted_log_reader(backend: KubernetesOrchestrator, job: StoredJob, rank: int) -> LogReader:
+def adopted_log_reader(
+    kube: KubeClient, followers: FollowerPool, job: StoredJob, rank: int
+) -> LogReader:
     """Rank r's log: the pod of replica index r (one process per pod), followed like ours."""
-    workers = int(job.data.get("workers") or job.spec.nodes)
+    state = KubernetesState.load(job.data)
+    workers = state.workers or job.spec.nodes
     if not 0 <= rank < workers:
         raise NotFound(f"job {job.id} has ranks 0..{workers - 1}, not {rank}")
-    namespace = str(job.data["namespace"])
+    namespace = str(state.namespace)
 
     def find_pod() -> dict[str, Any] | None:
-        mine = [p for p in _pods(backend, job) if rank_of_pod(p) == rank]
+        mine = [p for p in _pods(kube, job) if rank_of_pod(p) == rank]
         if not mine:
             return None
         return max(
@@ -403,37 +401,30 @@ def adopted_log_reader(backend: KubernetesOrchestrator, job: StoredJob, rank: in
         )
 
     def job_over() -> bool:
-        update = refresh_adopted(backend, [job]).get(job.id)
+        update = refresh_adopted(kube, [job]).get(job.id)
         return bool(update and update.state and update.state.finished)
 
-    key = (job.id, rank)
-    with backend._followers_lock:
-        follower = backend._followers.get(key)
-        if follower is None or (not follower.alive and not follower.done):
-            spool: Path = backend._spool_dir(job) / f"worker-{rank}.log"
-            follower = PodLogFollower(
-                backend.kube,
-                namespace=namespace,
-                container=CONTAINER,
-                spool=spool,
-                find_pod=find_pod,
-                job_over=job_over,
-                label=f"adopted {job.backend_id} worker {rank}",
-            )
-            backend._followers[key] = follower
-        follower.refs += 1
-        follower.start()
-    if job.state.finished:
-        follower.wait_done(15.0)
-    return SpoolLogReader(follower, backend._release_follower, None)
+    def make() -> PodLogFollower:
+        return PodLogFollower(
+            kube,
+            namespace=namespace,
+            container=CONTAINER,
+            spool=followers.spool_dir(job.id, state.job_dir_local) / f"worker-{rank}.log",
+            find_pod=find_pod,
+            job_over=job_over,
+            label=f"adopted {job.backend_id} worker {rank}",
+        )
+
+    follower = followers.open((job.id, rank), make, finished=job.state.finished)
+    return SpoolLogReader(follower, followers.release, None)
 
 
-def queue_log(backend: KubernetesOrchestrator, row: QueueJob, tail: int) -> bytes:
+def queue_log(kube: KubeClient, row: QueueJob, tail: int) -> bytes:
     """The last lines of replica 0's pod, read once (a read-only view of someone's job)."""
     namespace, kind, name = parse_id(row.id)
-    pods = backend._list_all(
+    pods = kube.list_all(
         f"list the pods of {kind[3]} {name}",
-        backend.kube.core.list_namespaced_pod,
+        kube.core.list_namespaced_pod,
         namespace,
         label_selector=_pod_selector(kind[3], name),
     )
@@ -441,9 +432,9 @@ def queue_log(backend: KubernetesOrchestrator, row: QueueJob, tail: int) -> byte
     if not first:
         return b""
     pod = (first[0].get("metadata") or {}).get("name", "")
-    response = backend.kube.call(
+    response = kube.call(
         f"read the log of pod {pod}",
-        backend.kube.core.read_namespaced_pod_log,
+        kube.core.read_namespaced_pod_log,
         pod,
         namespace,
         container=CONTAINER,
