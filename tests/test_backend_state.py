@@ -67,6 +67,16 @@ def test_undeclared_keys_are_refused_on_update_and_dropped_on_load() -> None:
     assert LocalState.load({"job_dir": "/x", "stray": 1}).stored() == {"job_dir": "/x"}
 
 
+def test_a_state_is_read_by_its_fields_only() -> None:
+    """No dict access kept for old code (#26 item 3): a misspelt key is an AttributeError that
+    mypy sees, not a silent None."""
+    state = LocalState.load({"job_dir": "/x", "uid": 1000})
+    assert state.job_dir == "/x" and state.uid == 1000
+    with pytest.raises(TypeError):
+        state["job_dir"]  # type: ignore[index]
+    assert not hasattr(state, "get")
+
+
 def test_slurm_events_are_kept_once(tmp_path: Path) -> None:
     backend = SlurmOrchestrator(settings=HyperPodSettings(job_store=str(tmp_path / "j.sqlite")))
     job = StoredJob(

@@ -3,6 +3,7 @@ import string; jobs stay bound to the cluster they were submitted to."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -130,5 +131,31 @@ def test_a_switch_to_a_cluster_that_does_not_answer_leaves_the_service_as_it_was
         assert service.cluster().name == before.cluster_name()
         switched = service.use_orchestrator(f"{__name__}:NamedLocal")
         assert switched.name == "plugged-in" and service._cluster_name == "plugged-in"
+    finally:
+        service.close()
+
+
+class Nomad(LocalOrchestrator):
+    """A third party's backend with a kind of its own (its entry point's name)."""
+
+    kind = "nomad"
+
+
+def test_a_third_party_kind_is_a_plain_name_everywhere(
+    hyperpod_config: dict[str, Any], partition: Path
+) -> None:
+    (partition / "hello.py").write_text("print('hello from nomad', flush=True)\n")
+    settings = HyperPodSettings(**hyperpod_config, orchestrator_class=f"{__name__}.Nomad")
+    service = HyperPodService(settings)
+    try:
+        assert service.cluster().orchestrator == "nomad"
+        job = service.submit({"name": "hello", "command": ["hello.py"]})
+        assert job.orchestrator == "nomad"
+        for _ in range(300):
+            if (found := service.job(job.id)).state.finished:
+                break
+            time.sleep(0.05)
+        assert found.state.value == "SUCCEEDED", found
+        assert [j.id for j in service.jobs().jobs] == [job.id]
     finally:
         service.close()

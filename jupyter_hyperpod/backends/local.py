@@ -34,8 +34,10 @@ from ..core.launch import program_argv, shell_join
 from ..core.models import Capabilities, GpuCount, Job, JobState, Node, RankInfo, RankStack
 from ..core.queue import Adoption, QueueJob, QueueSnapshot
 from ..core.stacks import PY_SPY_MISSING, dump_command, local_py_spy, read_dump, run_here
-from ..core.state import StrictState
+from ..core.store import JobStore
+from .local_queue import list_queue
 from .local_runner import LAUNCH_FILE, read_status, write_status
+from .local_state import LocalState
 
 CANCEL_GRACE_SECONDS = 15.0
 
@@ -76,27 +78,6 @@ def _pid_alive(pid: int | None, job_dir: Path) -> bool:
         return False
 
 
-class LocalState(StrictState):
-    """What the local backend keeps with a job."""
-
-    job_dir: str | None = None
-    """The job's directory on this machine (launch.json, status.json, rank-<N>.log)."""
-    world_size: int | None = None
-    pid: int | None = None
-    """The supervisor's pid (the leader of the job's process group), once started."""
-    pgid: str | None = None
-    gpus: list[int] = []
-    """The GPU indexes given to the job (CUDA_VISIBLE_DEVICES)."""
-    uid: int | None = None
-    """The uid the job's processes run as (this server's): whose job it is in the queue."""
-
-    @property
-    def path(self) -> Path:
-        if not self.job_dir:
-            raise ValueError("the job has no job directory")
-        return Path(self.job_dir)
-
-
 def _state(job: StoredJob) -> LocalState:
     return LocalState.load(job.data)
 
@@ -129,10 +110,10 @@ class LocalOrchestrator(Orchestrator):
         """Supervisors this process started (kept to reap them)."""
         self._active: dict[str, Path] = {}
         """Started, unfinished jobs (also those found again after a server restart)."""
-        self._store: Any = None
+        self._store: JobStore | None = None
         self._owner = ""
 
-    def bind_store(self, store: Any, owner: str) -> None:
+    def bind_store(self, store: JobStore, owner: str) -> None:
         """The queue is the job store (`core/store.py`), shared by every process that opens it
         (the server, a `--direct` CLI, the magics): a job starts only once its row is claimed
         there, atomically, so none runs twice and `local_max_parallel_jobs` holds for all of
@@ -284,9 +265,7 @@ class LocalOrchestrator(Orchestrator):
     def _shared_running(self) -> dict[str, str]:
         if self._store is None:
             return {}
-        return self._store.running_dirs(  # type: ignore[no-any-return]
-            orchestrator=self.kind, cluster=self.cluster_name()
-        )
+        return self._store.running_dirs(orchestrator=self.kind, cluster=self.cluster_name())
 
     def _start_if_free(self, job_id: str, job_dir: Path, gpus_wanted: int) -> dict[str, Any] | str:
         """Start job_id if its GPUs are free and the store lets us claim it (the oldest pending
@@ -531,9 +510,15 @@ class LocalOrchestrator(Orchestrator):
         ]
 
     def queue(self) -> QueueSnapshot:
-        from .local_queue import list_queue
-
-        return list_queue(self)
+        if self._store is None:
+            raise RuntimeError("the local queue is the job store (bind_store)")
+        return list_queue(
+            self._store,
+            kind=self.kind,
+            cluster=self.cluster_name(),
+            identity=self.identity,
+            waiting=self._queue_reason(),
+        )
 
     def adopt(self, queue_id: str) -> Adoption:
         raise InvalidRequest(

@@ -5,37 +5,26 @@ the files' permissions let this user read them."""
 from __future__ import annotations
 
 import socket
-import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.models import Job, JobState
 from ..core.queue import ACTIVE_STATES, QueueJob, QueueSnapshot
 from ..core.store import JobStore
 from .access import log_access
+from .local_state import LocalState
 
 if TYPE_CHECKING:
     from ..core.identity import Identity
-    from .local import LocalOrchestrator
 
 SOURCE = "job store"
-_stores: dict[str, JobStore] = {}
-_lock = threading.Lock()
 
 
-def _store(path: str) -> JobStore:
-    with _lock:
-        if path not in _stores:
-            _stores[path] = JobStore(path)
-        return _stores[path]
-
-
-def row_from_job(job: Job, data: dict[str, Any], identity: Identity, waiting: str) -> QueueJob:
+def row_from_job(job: Job, state: LocalState, identity: Identity, waiting: str) -> QueueJob:
     """One stored job; mine when its processes run as this server's uid (the OS user), recorded
     at submit (`LocalState.uid`): a row without it is nobody's here."""
-    log = str(Path(data["job_dir"]) / "rank-0.log") if data.get("job_dir") else None
-    uid = data.get("uid")
-    mine = identity.owns_uid(uid if isinstance(uid, int) else None)
+    log = str(Path(state.job_dir) / "rank-0.log") if state.job_dir else None
+    mine = identity.owns_uid(state.uid)
     readable, why = log_access(log, identity, mine)
     return QueueJob(
         id=job.id,
@@ -59,13 +48,18 @@ def row_from_job(job: Job, data: dict[str, Any], identity: Identity, waiting: st
     )
 
 
-def list_queue(backend: LocalOrchestrator) -> QueueSnapshot:
-    store = _store(str(backend.settings.job_store))
-    rows = store.everyone(
-        orchestrator="local", cluster=backend.cluster_name(), states=list(ACTIVE_STATES)
-    )
-    identity = backend.identity
+def list_queue(
+    store: JobStore,
+    *,
+    kind: str,
+    cluster: str,
+    identity: Identity,
+    waiting: str,
+) -> QueueSnapshot:
+    """Every server's active jobs of this cluster in the shared job `store` (the one the
+    backend is bound to); `waiting`: why a pending one waits, in the backend's words."""
+    rows = store.everyone(orchestrator=kind, cluster=cluster, states=list(ACTIVE_STATES))
     return QueueSnapshot(
-        jobs=[row_from_job(job, data, identity, backend._queue_reason()) for job, _, data in rows],
+        jobs=[row_from_job(job, LocalState.load(data), identity, waiting) for job, _, data in rows],
         source=SOURCE,
     )

@@ -191,7 +191,8 @@ class Orchestrator(LoggingConfigurable):
     Every method but `details` and `close` must be implemented (traitlets' metaclass rules out ABC).
     """
 
-    kind: ClassVar[Literal["local", "slurm", "kubernetes"]]
+    kind: ClassVar[str]
+    """The registry's name of this backend (`orchestrator = ...`); a third party's is its own."""
     default_cluster_fs_root: ClassVar[str | None] = None
     """Where jobs see the shared file system when the settings do not say; None: same as this machine."""
     status_poll_max: ClassVar[float] = 30.0

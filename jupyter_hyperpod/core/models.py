@@ -128,7 +128,9 @@ class WatchCacheStatus(BaseModel):
 
 
 class ClusterInfo(BaseModel):
-    orchestrator: Literal["local", "slurm", "kubernetes"]
+    orchestrator: str = Field(
+        description="The backend's kind: local, slurm, kubernetes, or a third party's own name"
+    )
     name: str
     user: str
     filesystem: FileSystemInfo

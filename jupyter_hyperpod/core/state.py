@@ -93,17 +93,6 @@ class BackendState(BaseModel):
         """What goes into the store's JSON column (unset optional facts left out)."""
         return self.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
 
-    # Read access by key, for code written against the old dict (kept small on purpose).
-    def get(self, key: str, default: Any = None) -> Any:
-        value = getattr(self, key, None)
-        return default if value is None else value
-
-    def __getitem__(self, key: str) -> Any:
-        value = getattr(self, key, None)
-        if value is None:
-            raise KeyError(key)
-        return value
-
 
 class StrictState(BackendState):
     """A backend's own model: only its declared keys."""

@@ -2242,9 +2242,9 @@ export interface components {
     ClusterInfo: {
       /**
        * Orchestrator
-       * @enum {string}
+       * @description The backend's kind: local, slurm, kubernetes, or a third party's own name
        */
-      orchestrator: 'local' | 'slurm' | 'kubernetes';
+      orchestrator: string;
       /** Name */
       name: string;
       /** User */

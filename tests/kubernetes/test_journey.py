@@ -51,8 +51,8 @@ def test_submit_follow_logs_and_succeed(
     assert update.backend_id == launch.job_id
     assert (
         update.data
-        and update.data["namespace"] == "default"
-        and update.data["kind"] == "HyperPodPyTorchJob"
+        and update.data.namespace == "default"
+        and update.data.kind == "HyperPodPyTorchJob"
     )
     job = stored(launch, update)
 
@@ -263,7 +263,7 @@ def test_hyperpod_pytorchjob_kind(
         env={"FAKE_STEPS": "2"},
     )
     update = backend.submit(launch)
-    assert update.data and update.data["kind"] == "HyperPodPyTorchJob"
+    assert update.data and update.data.kind == "HyperPodPyTorchJob"
     job = stored(launch, update)
     reader = backend.log_reader(job, 1)
     final = wait_state(backend, job, JobState.SUCCEEDED)

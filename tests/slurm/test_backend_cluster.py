@@ -260,7 +260,7 @@ def test_jobs_see_the_file_system_elsewhere(
     )
     update = backend.submit(launch)
     SUBMITTED.append(update.backend_id or "")
-    assert str(cluster_root) in (update.data or {})["stdout"]
+    assert update.data and str(cluster_root) in (update.data.stdout or "")
     tracked = Tracked(job_spec, update, "moved")
     wait_state(backend, tracked, {JobState.SUCCEEDED, JobState.FAILED})
     cluster_root.unlink()  # from now on only this machine's paths work
