@@ -20,6 +20,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_hyperpod"
 ROOT = "jupyter_hyperpod"
+GENERATED_VERSION = f"{ROOT}._version"  # written by the build (hatchling's version hook)
 
 ENTRY_POINTS = (
     "jupyter_hyperpod.app",
@@ -123,6 +124,8 @@ def graph(lazy: bool = True) -> dict[str, frozenset[str]]:
                     for alias in node.names
                 ]
             for candidate in candidates:
+                if candidate == GENERATED_VERSION:
+                    continue  # a leaf importing nothing, absent from a clone never built
                 target = _known(candidate) if candidate.startswith(ROOT) else None
                 if target and target != name:
                     targets.add(target)
