@@ -37,7 +37,8 @@ from ...core.launch import uses_torchrun
 from ...core.models import Capabilities, Job, JobState, Node, RankInfo, RankStack
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from . import jobs as slurm_jobs
-from .commands import Controller, SlurmCommands, command_error, parse_controllers, parse_key_values
+from . import queue as slurm_queue
+from .commands import SlurmCommands, command_error
 from .nodes import SINFO_FORMAT, nodes_from_json, nodes_from_text
 from .rank_runs import (
     RankRuns,
@@ -57,8 +58,6 @@ from .script import (
     render_script,
 )
 from .state import SlurmState
-
-CONFIG_TTL = 60.0
 
 
 class SlurmOrchestrator(Orchestrator):
@@ -138,11 +137,9 @@ class SlurmOrchestrator(Orchestrator):
 
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings=settings, **kwargs)
-        self.commands = SlurmCommands(bin_dir=self.bin_dir, timeout=self.command_timeout)
-        self._config: dict[str, str] = {}
-        self._config_at = 0.0
-        self._controllers: list[Controller] = []
-        self._probe_off = False
+        self.commands = SlurmCommands(
+            bin_dir=self.bin_dir, timeout=self.command_timeout, fast_fail=self.fast_fail
+        )
         self._json_ok: bool | None = None
         self._lock = threading.Lock()
         self._nodes_lock = threading.Lock()
@@ -154,39 +151,9 @@ class SlurmOrchestrator(Orchestrator):
     # -- cluster facts ---------------------------------------------------------------------------
 
     def slurm_config(self, *, force: bool = False) -> dict[str, str]:
-        """`scontrol show config`, cached a minute; also tells the fast-fail probe where to look."""
-        with self._lock:
-            fresh = time.monotonic() - self._config_at < CONFIG_TTL
-            if self._config and fresh and not force:
-                return self._config
-        text = self.commands.run("scontrol", ["show", "config"], probe=bool(self._config)).stdout
-        config = parse_key_values(text)
-        with self._lock:
-            self._config, self._config_at = config, time.monotonic()
-            self._controllers = parse_controllers(text)
-        if (
-            self.fast_fail
-            and not self._probe_off
-            and self.commands.controllers != self._controllers
-        ):
-            self._arm_probe()
-        return config
-
-    def _arm_probe(self) -> None:
-        """Probe the controller before commands, unless its address does not answer from here
-        while Slurm's clients reach it (another route, DNS SRV...): then never probe."""
-        self.commands.controllers = self._controllers
-        try:
-            self.commands.check_reachable()
-        except BackendUnavailable as error:
-            self.log.warning("not probing slurmctld before commands: %s", error.message)
-            self.commands.controllers = []
-            self._probe_off = True
-
-    def _know_controller(self) -> None:
-        """Learn the controller's address once, so that later outages fail fast."""
-        if not self._config:
-            self.slurm_config()
+        """`scontrol show config`, cached a minute (commands.py, which also learns slurmctld's
+        address from it to fail fast when it is down)."""
+        return self.commands.config(force=force)
 
     def accounting_enabled(self) -> bool:
         if self.accounting != "auto":
@@ -201,7 +168,7 @@ class SlurmOrchestrator(Orchestrator):
         try:
             return self.slurm_config().get("ClusterName") or "slurm"
         except (BackendUnavailable, BackendError):
-            return self._config.get("ClusterName") or "slurm"
+            return self.commands.last_config.get("ClusterName") or "slurm"
 
     def capabilities(self) -> Capabilities:
         return Capabilities(
@@ -219,7 +186,7 @@ class SlurmOrchestrator(Orchestrator):
         return {
             "slurm_version": config.get("SLURM_VERSION"),
             "cluster_name": config.get("ClusterName"),
-            "controllers": [f"{c.host}:{c.port}" for c in self._controllers],
+            "controllers": [f"{c.host}:{c.port}" for c in self.commands.known_controllers],
             "accounting": self.accounting_enabled(),
             "hyperpod": self.on_hyperpod(),
             "default_partition": self.partition or None,
@@ -257,7 +224,7 @@ class SlurmOrchestrator(Orchestrator):
                 self._nodes_flight = None
 
     def _list_nodes(self) -> list[Node]:
-        self._know_controller()
+        self.commands.know_controller()
         if self.use_json and self._json_ok is not False:
             done = self.commands.run("sinfo", ["--json"], ok_codes=(0, 1, 2))
             document = _json_or_none(done.stdout) if done.returncode == 0 else None
@@ -289,7 +256,7 @@ class SlurmOrchestrator(Orchestrator):
         return RenderedJob(format="sbatch", language="shell", text=text, warnings=warnings)
 
     def submit(self, launch: Launch) -> JobUpdate:
-        self._know_controller()
+        self.commands.know_controller()
         rendered = self.render(launch)
         local_dir = Path(launch.job_dir_local)
         local_dir.mkdir(parents=True, exist_ok=True)
@@ -351,7 +318,7 @@ class SlurmOrchestrator(Orchestrator):
     def prepare_file(self, context: FileContext) -> PreparedFile:
         from .user_script import prepare_script
 
-        self._know_controller()
+        self.commands.know_controller()
         return prepare_script(context, context.partition, self._test_only)
 
     def submit_file(self, prepared: PreparedFile, context: FileContext) -> JobUpdate:
@@ -421,7 +388,7 @@ class SlurmOrchestrator(Orchestrator):
         ours = {job.backend_id: job for job in jobs if job.backend_id}
         if not ours:
             return {}
-        self._know_controller()
+        self.commands.know_controller()
         ids = sorted(ours, key=lambda value: int(value) if value.isdigit() else 0)
         done = self.commands.run(
             "squeue",
@@ -601,14 +568,10 @@ class SlurmOrchestrator(Orchestrator):
     # -- the cluster's queue (queue.py) ----------------------------------------------------------
 
     def queue(self) -> QueueSnapshot:
-        from .queue import list_queue
-
-        return list_queue(self)
+        return slurm_queue.list_queue(self.commands, self.identity)
 
     def adopt(self, queue_id: str) -> Adoption:
-        from .queue import adopt
-
-        return adopt(self, queue_id)
+        return slurm_queue.adopt(self.commands, self.identity, queue_id)
 
     def queue_log(self, row: QueueJob, tail: int) -> bytes:
         reader = FileLogReader(row.log or "")

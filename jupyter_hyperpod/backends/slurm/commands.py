@@ -8,16 +8,23 @@ controller's address we probe it first (a TCP connect) so that an outage answers
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...core.errors import BackendError, BackendUnavailable
+
+log = logging.getLogger(__name__)
+
+CONFIG_TTL = 60.0
+"""Seconds one `scontrol show config` answers (the cluster's name, accounting, controllers)."""
 
 UNREACHABLE = re.compile(
     r"unable to contact slurm controller|socket timed out|zero bytes were transmitted"
@@ -39,16 +46,32 @@ class Controller:
 
 
 class SlurmCommands:
-    """Runs sinfo/squeue/sacct/scontrol/sbatch/scancel with a time limit each."""
+    """Runs sinfo/squeue/sacct/scontrol/sbatch/scancel with a time limit each, and knows where
+    slurmctld is (`scontrol show config`, read once a `config_ttl`) to probe it first."""
 
     def __init__(
-        self, *, bin_dir: str = "", timeout: float = 30.0, probe_timeout: float = 1.0
+        self,
+        *,
+        bin_dir: str = "",
+        timeout: float = 30.0,
+        probe_timeout: float = 1.0,
+        fast_fail: bool = True,
+        config_ttl: float = CONFIG_TTL,
     ) -> None:
         self.bin_dir = bin_dir
         self.timeout = timeout
         self.probe_timeout = probe_timeout
+        self.fast_fail = fast_fail
+        """Probe slurmctld's port before each command once its address is known."""
+        self.config_ttl = config_ttl
         self.controllers: list[Controller] = []
-        """Known slurmctld addresses (from `scontrol show config`); empty: never probe."""
+        """The slurmctld addresses probed before each command; empty: never probe."""
+        self.known_controllers: list[Controller] = []
+        """The addresses the last `scontrol show config` named (probed or not)."""
+        self._config: dict[str, str] = {}
+        self._config_at = 0.0
+        self._probe_off = False
+        self._config_lock = threading.Lock()
         self._lock = threading.Lock()
         self.calls = 0
         """How many commands ran (tests check that polling is batched)."""
@@ -112,6 +135,44 @@ class SlurmCommands:
         if done.returncode in ok_codes:
             return done
         raise command_error(name, done.returncode, done.stderr or done.stdout)
+
+    # -- the controller ----------------------------------------------------------------------------
+    def config(self, *, force: bool = False) -> dict[str, str]:
+        """`scontrol show config`, cached `config_ttl`; also tells the fast-fail probe where to
+        look."""
+        with self._config_lock:
+            fresh = time.monotonic() - self._config_at < self.config_ttl
+            if self._config and fresh and not force:
+                return self._config
+        text = self.run("scontrol", ["show", "config"], probe=bool(self._config)).stdout
+        config = parse_key_values(text)
+        with self._config_lock:
+            self._config, self._config_at = config, time.monotonic()
+            self.known_controllers = parse_controllers(text)
+        if self.fast_fail and not self._probe_off and self.controllers != self.known_controllers:
+            self._arm_probe()
+        return config
+
+    @property
+    def last_config(self) -> dict[str, str]:
+        """The last `scontrol show config` read, without asking again (empty before the first)."""
+        return self._config
+
+    def know_controller(self) -> None:
+        """Learn the controller's address once, so that later outages fail fast."""
+        if not self._config:
+            self.config()
+
+    def _arm_probe(self) -> None:
+        """Probe the controller before commands, unless its address does not answer from here
+        while Slurm's clients reach it (another route, DNS SRV...): then never probe."""
+        self.controllers = self.known_controllers
+        try:
+            self.check_reachable()
+        except BackendUnavailable as error:
+            log.warning("not probing slurmctld before commands: %s", error.message)
+            self.controllers = []
+            self._probe_off = True
 
     def check_reachable(self) -> None:
         """Fail fast when every known controller refuses connections (slurmctld is down)."""

@@ -21,12 +21,12 @@ from ...core.errors import BackendError, Forbidden, NotFound
 from ...core.models import JOB_NAME_PATTERN, JobSpec, JobState
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
 from ..access import log_access
+from .commands import SlurmCommands
 from .jobs import gpu_indices, job_state, parse_scontrol_line, slurm_time
 from .state import SlurmState
 
 if TYPE_CHECKING:
     from ...core.identity import Identity
-    from .backend import SlurmOrchestrator
 
 SOURCE = "squeue --json"
 _GRES_GPU = re.compile(r"(?:^|[,\s])(?:gres[:/])?gpu(?::[A-Za-z0-9_.-]+)?[:=](\d+)")
@@ -169,16 +169,17 @@ def parse_queue(document: dict[str, Any], identity: Identity) -> list[QueueJob]:
     return [row_from_json(job, identity) for job in document.get("jobs") or []]
 
 
-def list_queue(backend: SlurmOrchestrator) -> QueueSnapshot:
-    backend._know_controller()
-    done = backend.commands.run("squeue", ["--json"])
+def list_queue(commands: SlurmCommands, identity: Identity) -> QueueSnapshot:
+    """Every job slurmctld holds, each mine or not by its uid."""
+    commands.know_controller()
+    done = commands.run("squeue", ["--json"])
     try:
         document = json.loads(done.stdout)
     except ValueError:
         raise BackendError(
             "squeue --json did not answer JSON: is this Slurm 21.08 or newer?"
         ) from None
-    return QueueSnapshot(jobs=parse_queue(document, backend.identity), source=SOURCE)
+    return QueueSnapshot(jobs=parse_queue(document, identity), source=SOURCE)
 
 
 def _sanitize(name: str, fallback: str) -> str:
@@ -194,20 +195,20 @@ def user_id(field: str) -> tuple[str, int | None]:
     return match.group(1), int(match.group(2))
 
 
-def adopt(backend: SlurmOrchestrator, slurm_id: str) -> Adoption:
+def adopt(commands: SlurmCommands, identity: Identity, slurm_id: str) -> Adoption:
     """One of the user's Slurm jobs as a job of this server: Slurm's own StdOut for rank 0."""
     if not slurm_id.isdigit():
         raise NotFound(f"'{slurm_id}' is not a Slurm job id", field="id")
-    backend._know_controller()
+    commands.know_controller()
     # -d: the GPUs it holds on each node too (its GPU figures: gpu/reader.py).
-    done = backend.commands.run("scontrol", ["-o", "-d", "show", "job", slurm_id], ok_codes=(0, 1))
+    done = commands.run("scontrol", ["-o", "-d", "show", "job", slurm_id], ok_codes=(0, 1))
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("JobId=")), "")
     if done.returncode != 0 or not line:
         raise NotFound(f"Slurm has no job {slurm_id} (any more)", field="id")
     fields = parse_scontrol_line(line)
     owner, uid = user_id(fields.get("UserId", ""))
-    if not backend.identity.owns_uid(uid):
-        me = f"{backend.identity.login} (uid {backend.identity.uid})"
+    if not identity.owns_uid(uid):
+        me = f"{identity.login} (uid {identity.uid})"
         raise Forbidden(
             f"job {slurm_id} belongs to {owner or 'an unknown user'}"
             f"{f' (uid {uid})' if uid is not None else ''}, not to {me}, the user this server "
