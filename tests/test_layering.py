@@ -8,7 +8,9 @@
   (`wiring.py`, through the protocols of `core/adapters.py`);
 - the adapters (backends, templates, aws, gpu, metrics, progress) never import the service or
   an entry point; the REST client imports only `core`; nothing imports the CLI but the CLI and
-  the magics (so `doctor` does not).
+  the magics (so `doctor` does not);
+- no module reads a private name (`x._name`) that another module's objects or classes define:
+  helpers are given their collaborators and call what those publish.
 """
 
 from __future__ import annotations
@@ -322,3 +324,157 @@ def test_only_the_backends_branch_on_a_backends_kind() -> None:
     assert kind_branches('if orchestrator.kind == "slurm": pass') == [1]
     assert kind_branches('ok = kind in ("local", "kubernetes")') == [1]
     assert kind_branches('if action.kind == "mkdir": pass') == []
+
+
+@cache
+def _parse(source: str) -> ast.Module:
+    return ast.parse(source)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _member_privates(tree: ast.Module) -> set[str]:
+    """The private names a module gives its objects: `self._x = ...`/`cls._x = ...` anywhere,
+    and the `_x` attributes and methods of its classes' bodies."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+            and _private(node.attr)
+        ):
+            names.add(node.attr)
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    targets = [item.name]
+                elif isinstance(item, ast.Assign):
+                    targets = [t.id for t in item.targets if isinstance(t, ast.Name)]
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    targets = [item.target.id]
+                else:
+                    targets = []
+                names.update(t for t in targets if _private(t))
+    return names
+
+
+def _module_privates(tree: ast.Module) -> set[str]:
+    """The private names at a module's top level (`_helper`, `_CACHE`)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if _private(name)}
+
+
+def _module_aliases(name: str, path: Path, tree: ast.Module) -> dict[str, str]:
+    """Local names bound to jupyter_hyperpod modules (`from . import jobs as slurm_jobs`)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            origin = (
+                ".".join([*base, *([node.module] if node.module else [])])
+                if node.level
+                else node.module or ""
+            )
+            for alias in node.names:
+                if f"{origin}.{alias.name}" in modules():
+                    aliases[alias.asname or alias.name] = f"{origin}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in modules():
+                    aliases[alias.asname] = alias.name
+    return aliases
+
+
+def private_reach_ins(sources: dict[str, str]) -> list[str]:
+    """`x._name` read in one module where `_name` is a private of another jupyter_hyperpod module
+    (an attribute its objects set or its classes define, or a top-level name read through the
+    module), never on `self`, `cls` or `super()`. A `backend._x`/`orchestrator._x` is flagged
+    outside the module of an Orchestrator class that defines `_x`, whatever defines it elsewhere.
+    Third-party privates (argparse's, tornado's, torch's) are not the package's and pass."""
+    trees = {name: _parse(source) for name, source in sources.items()}
+    members = {name: _member_privates(tree) for name, tree in trees.items()}
+    tops = {name: _module_privates(tree) for name, tree in trees.items()}
+    orchestrator_modules = {
+        name
+        for name, tree in trees.items()
+        if any(
+            isinstance(node, ast.ClassDef)
+            and any("Orchestrator" in ast.unparse(base) for base in node.bases)
+            for node in ast.walk(tree)
+        )
+    }
+    found = []
+    for name, tree in trees.items():
+        path = modules().get(name, PACKAGE / "x.py")
+        aliases = _module_aliases(name, path, tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not _private(node.attr):
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                continue
+            if isinstance(owner, ast.Call) and ast.unparse(owner.func) == "super":
+                continue
+            where = f"{name}:{node.lineno}: {ast.unparse(node)}"
+            held = ast.unparse(owner).rpartition(".")[2]
+            if held in ("backend", "orchestrator") or held.endswith(("_backend", "_orchestrator")):
+                if name not in orchestrator_modules or node.attr not in members[name]:
+                    found.append(where)
+                continue
+            if isinstance(owner, ast.Name) and owner.id in aliases:
+                if node.attr in tops.get(aliases[owner.id], set()):
+                    found.append(where)
+                continue
+            if node.attr in members[name]:
+                continue  # the module's own objects (another instance of its class)
+            if any(node.attr in names for other, names in members.items() if other != name):
+                found.append(where)
+    return sorted(found)
+
+
+def package_sources() -> dict[str, str]:
+    return {name: path.read_text(encoding="utf-8") for name, path in modules().items()}
+
+
+def test_no_module_reads_another_modules_private_names() -> None:
+    """#26 item 1: a helper is given its collaborators and calls what they publish; it never
+    reaches into the orchestrator (or any object of another module) for a `_name`."""
+    assert private_reach_ins(package_sources()) == []
+
+
+def test_the_private_name_check_catches_reach_ins() -> None:
+    """The reach-ins #26 found (kubernetes/queue.py paging through the backend's `_list_all`,
+    diagnose starting `orchestrator._cache`, slurm/queue.py calling `_know_controller`) fail."""
+    sources = package_sources()
+    queue = "jupyter_hyperpod.backends.kubernetes.queue"
+    sources[queue] += (
+        "\n\ndef planted(backend, kube):\n"
+        "    backend._list_all('x', kube.core.list_namespace)\n"
+        "    return kube._api_client\n"
+    )
+    sources["jupyter_hyperpod.backends.slurm.queue"] += (
+        "\n\ndef planted(backend):\n    backend._know_controller()\n"
+    )
+    sources["jupyter_hyperpod.backends.kubernetes.diagnose"] += (
+        "\n\ndef planted(orchestrator):\n    orchestrator._cache.start()\n"
+    )
+    found = private_reach_ins(sources)
+    assert any(f.startswith(f"{queue}:") and "backend._list_all" in f for f in found)
+    assert any(f.startswith(f"{queue}:") and "kube._api_client" in f for f in found)
+    assert any("slurm.queue" in f and "backend._know_controller" in f for f in found)
+    assert any("diagnose" in f and "orchestrator._cache" in f for f in found)
+    assert len(found) == 4
+    # Inside the class's own module, another instance's private is its own business.
+    assert private_reach_ins({"m": "class A:\n    def f(self, o):\n        self._x = o._x\n"}) == []
