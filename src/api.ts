@@ -9,6 +9,8 @@ import {
   IFileListing,
   IForgottenJob,
   IJob,
+  IJobComparison,
+  IJobDiff,
   IJobList,
   IJobMetrics,
   ILogSnapshot,
@@ -22,6 +24,9 @@ import {
   JobState,
   Submission
 } from './models';
+
+/** The most jobs `GET compare` takes at once (the server's core/compare.py MAX_COMPARED). */
+export const MAX_COMPARED = 10;
 
 /** Query string from the defined values of `params`. */
 export function queryString(
@@ -153,6 +158,18 @@ export class HyperpodClient {
   /** The job's last stack dump. */
   stacks(id: string): Promise<IStackDump> {
     return this._get(`jobs/${encodeURIComponent(id)}/stacks`);
+  }
+
+  /** What differs between two jobs: spec, resolved configs, code files, packages. */
+  diff(a: string, b: string): Promise<IJobDiff> {
+    return this._get(
+      `jobs/${encodeURIComponent(a)}/diff/${encodeURIComponent(b)}`
+    );
+  }
+
+  /** Jobs side by side (2 to MAX_COMPARED): outcome, differing values, final metrics. */
+  compare(ids: string[]): Promise<IJobComparison> {
+    return this._get('compare' + queryString({ ids: ids.join(',') }));
   }
 
   /** A page of the cluster's queue: every user's jobs (GET queue). */

@@ -9,6 +9,7 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { HyperpodClient } from './api';
+import { CompareTabs } from './commands/compareTabs';
 import { addFileCommands, fileSubmitter } from './commands/fileCommands';
 import { addJobCommands } from './commands/jobCommands';
 import { JobActions } from './commands/jobActions';
@@ -23,7 +24,9 @@ import { HyperpodModel } from './model';
 import { IJob } from './models';
 import { DEFAULT_SETTINGS, fromRegistry } from './settings';
 
-export { CommandIDs } from './commands/ids';
+import { CommandIDs } from './commands/ids';
+
+export { CommandIDs };
 
 const PLUGIN_ID = 'jupyter-hyperpod:plugin';
 
@@ -71,6 +74,7 @@ function activate(
     cancelJob: job => jobs.cancel(job),
     resubmitJob: (job, excludeNodes) => void jobs.resubmit(job, excludeNodes)
   });
+  const comparisons = new CompareTabs(shell, client);
   const onSubmitted = (job: IJob) => {
     model.upsertJob(job);
     model.view = 'jobs';
@@ -103,6 +107,11 @@ function activate(
     resubmitJob: job => void jobs.resubmit(job),
     cancelJobs: list => void jobs.cancelMany(list),
     removeJobs: list => void jobs.remove(list),
+    compareJobs: list =>
+      void app.commands.execute(CommandIDs.compareJobs, {
+        ids: list.map(job => job.id),
+        names: list.map(job => job.name)
+      }),
     submitInMain: () => form.openInMain(),
     onSubmitted
   };
@@ -116,6 +125,7 @@ function activate(
   if (restorer) {
     restorer.add(panel, 'jupyter-hyperpod-panel');
     tabs.restore(restorer);
+    comparisons.restore(restorer);
   }
   if (settingRegistry) {
     followSettings(settingRegistry, model);
@@ -130,7 +140,8 @@ function activate(
   addJobCommands(app, {
     client,
     openJob: (job, tab) => tabs.open(job, tab),
-    cancelJob: job => jobs.cancel(job)
+    cancelJob: job => jobs.cancel(job),
+    compareJobs: (ids, names) => comparisons.open(ids, names)
   });
 }
 

@@ -63,6 +63,17 @@ export type IMlflowRunInfo = Schemas['MlflowRunInfo'];
 export type IJobMetrics = Schemas['JobMetrics'];
 export type IEvaluationMetrics = Schemas['EvaluationMetrics'];
 export type IRougeComparison = Schemas['RougeComparison'];
+/** `GET jobs/{a}/diff/{b}`: what differs between two jobs (spec, configs, code, packages). */
+export type IJobDiff = Schemas['JobDiff'];
+export type IValueChange = Schemas['ValueChange'];
+export type IConfigChange = Schemas['ConfigChange'];
+export type ICodeDiff = Schemas['CodeDiff'];
+export type ICodeFileChange = Schemas['CodeFileChange'];
+export type IEnvironmentDiff = Schemas['EnvironmentDiff'];
+export type IPackageChange = Schemas['PackageChange'];
+/** `GET compare?ids=`: two or more jobs side by side, one column each. */
+export type IJobComparison = Schemas['JobComparison'];
+export type IComparedJob = Schemas['ComparedJob'];
 export type IErrorBody = Schemas['ErrorBody'];
 export type IQueueJob = Schemas['QueueJob'];
 export type IQueuePage = Schemas['QueuePage'];

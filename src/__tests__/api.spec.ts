@@ -120,6 +120,40 @@ describe('HyperpodClient', () => {
     expect(JSON.parse(calls[0].body!)).toEqual(body);
   });
 
+  it('asks for two jobs’ diff and a comparison of several', async () => {
+    const { client, calls } = clientWith(call => ({
+      status: 200,
+      body: call.url.includes('/diff/')
+        ? { a: 'a/1', b: 'b', spec: [], configs: [], notes: [] }
+        : { jobs: [], differing: ['env.LR'], metrics: [], notes: [] }
+    }));
+    const diff = await client.diff('a/1', 'b');
+    const comparison = await client.compare(['a', 'b', 'c']);
+    expect(diff.a).toBe('a/1');
+    expect(comparison.differing).toEqual(['env.LR']);
+    expect(calls.map(c => [c.method, c.url.split('/api/')[1]])).toEqual([
+      ['GET', 'jobs/a%2F1/diff/b'],
+      ['GET', 'compare?ids=a%2Cb%2Cc']
+    ]);
+  });
+
+  it('passes the server’s refusal of a comparison on', async () => {
+    const { client } = clientWith(() => ({
+      status: 400,
+      body: {
+        error: {
+          code: 'InvalidRequest',
+          message: 'compare takes at most 10 jobs at once (got 11)',
+          field: 'ids'
+        }
+      }
+    }));
+    await expect(client.compare(['a'])).rejects.toMatchObject({
+      status: 400,
+      message: 'compare takes at most 10 jobs at once (got 11)'
+    });
+  });
+
   it('asks for jobs, logs and metrics with their query', async () => {
     const { client, calls } = clientWith(() => ({ status: 200, body: {} }));
     await client.jobs({ state: 'RUNNING', limit: 50, offset: 0 });

@@ -8,4 +8,6 @@ export namespace CommandIDs {
   export const openJob = 'hyperpod:open-job';
   export const cancelJob = 'hyperpod:cancel-job';
   export const submitInMain = 'hyperpod:submit-in-main-area';
+  /** Args: ids (2 to 10 job ids), names (optional, for the tab's title). */
+  export const compareJobs = 'hyperpod:compare-jobs';
 }

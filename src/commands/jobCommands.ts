@@ -1,4 +1,7 @@
-/** Commands on one job by id: open its tab (also how restored tabs reopen), cancel it. */
+/**
+ * Commands on jobs by id: open one's tab (also how restored tabs reopen), cancel it, compare
+ * several.
+ */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
 
@@ -12,6 +15,8 @@ export interface IJobCommandsOptions {
   client: HyperpodClient;
   openJob: (job: IJob, tab: JobTab) => void;
   cancelJob: (job: IJob) => Promise<IJob | null>;
+  /** Open the comparison of 2 to MAX_COMPARED jobs in one tab. */
+  compareJobs?: (ids: string[], names?: string[]) => void;
 }
 
 export function addJobCommands(
@@ -51,4 +56,18 @@ export function addJobCommands(
       }
     }
   });
+  const compare = options.compareJobs;
+  if (compare) {
+    app.commands.addCommand(CommandIDs.compareJobs, {
+      label: 'HyperPod: Compare Jobs',
+      execute: args => {
+        const ids = (args.ids as string[] | undefined) ?? [];
+        try {
+          compare(ids, args.names as string[] | undefined);
+        } catch (error) {
+          Notification.error(asApiError(error).message, { autoClose: 8000 });
+        }
+      }
+    });
+  }
 }

@@ -7,6 +7,7 @@ import {
 } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
+import { MAX_COMPARED } from '../api';
 import { formatAge, jobDuration } from '../format';
 import { HyperpodModel } from '../model';
 import { IJob, isFinished, JobState } from '../models';
@@ -31,6 +32,8 @@ export interface IJobsViewProps {
   cancelJobs?: (jobs: IJob[]) => void;
   /** Remove jobs from the history, files kept or deleted as the user chooses (confirmed). */
   removeJobs?: (jobs: IJob[]) => void;
+  /** Compare 2 to MAX_COMPARED jobs side by side (one main-area tab). */
+  compareJobs?: (jobs: IJob[]) => void;
 }
 
 const STATES: JobState[] = [
@@ -72,7 +75,7 @@ function JobRow(
       data-job={job.name}
       data-state={job.state}
     >
-      {(props.removeJobs || props.cancelJobs) && (
+      {(props.removeJobs || props.cancelJobs || props.compareJobs) && (
         <input
           type="checkbox"
           className="jp-hyperpod-JobRow-select"
@@ -231,53 +234,71 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
         stale={jobs !== null}
         onRetry={() => void model.refreshJobs()}
       />
-      {(props.removeJobs || props.cancelJobs) && shown.length > 0 && (
-        <div
-          className="jp-hyperpod-BulkBar"
-          role="toolbar"
-          aria-label="Selected jobs"
-        >
-          <label className="jp-hyperpod-BulkBar-all">
-            <input
-              type="checkbox"
-              checked={allSelected}
-              aria-label="Select all jobs shown"
-              onChange={event =>
-                setSelected(
-                  event.target.checked
-                    ? new Set(shown.map(job => job.id))
-                    : new Set()
-                )
-              }
-            />
-            {chosen.length > 0 ? `${chosen.length} selected` : 'Select'}
-          </label>
-          {chosen.length > 0 && props.cancelJobs && (
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-mod-reject jp-hyperpod-BulkBar-cancel"
-              disabled={cancellable.length === 0}
-              onClick={() => {
-                props.cancelJobs?.(cancellable);
-              }}
-            >
-              Cancel {cancellable.length}
-            </button>
-          )}
-          {chosen.length > 0 && props.removeJobs && (
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-mod-warn jp-hyperpod-BulkBar-remove"
-              onClick={() => {
-                props.removeJobs?.(chosen);
-                setSelected(new Set());
-              }}
-            >
-              Remove {chosen.length}
-            </button>
-          )}
-        </div>
-      )}
+      {(props.removeJobs || props.cancelJobs || props.compareJobs) &&
+        shown.length > 0 && (
+          <div
+            className="jp-hyperpod-BulkBar"
+            role="toolbar"
+            aria-label="Selected jobs"
+          >
+            <label className="jp-hyperpod-BulkBar-all">
+              <input
+                type="checkbox"
+                checked={allSelected}
+                aria-label="Select all jobs shown"
+                onChange={event =>
+                  setSelected(
+                    event.target.checked
+                      ? new Set(shown.map(job => job.id))
+                      : new Set()
+                  )
+                }
+              />
+              {chosen.length > 0 ? `${chosen.length} selected` : 'Select'}
+            </label>
+            {chosen.length > 0 && props.compareJobs && (
+              <button
+                type="button"
+                className="jp-Button jp-mod-styled jp-mod-accept jp-hyperpod-BulkBar-compare"
+                disabled={chosen.length < 2 || chosen.length > MAX_COMPARED}
+                title={
+                  chosen.length < 2
+                    ? 'Select two or more jobs to compare'
+                    : chosen.length > MAX_COMPARED
+                      ? `Compare takes at most ${MAX_COMPARED} jobs`
+                      : 'Spec, config, code and metrics side by side'
+                }
+                onClick={() => props.compareJobs?.(chosen)}
+              >
+                Compare {chosen.length}
+              </button>
+            )}
+            {chosen.length > 0 && props.cancelJobs && (
+              <button
+                type="button"
+                className="jp-Button jp-mod-styled jp-mod-reject jp-hyperpod-BulkBar-cancel"
+                disabled={cancellable.length === 0}
+                onClick={() => {
+                  props.cancelJobs?.(cancellable);
+                }}
+              >
+                Cancel {cancellable.length}
+              </button>
+            )}
+            {chosen.length > 0 && props.removeJobs && (
+              <button
+                type="button"
+                className="jp-Button jp-mod-styled jp-mod-warn jp-hyperpod-BulkBar-remove"
+                onClick={() => {
+                  props.removeJobs?.(chosen);
+                  setSelected(new Set());
+                }}
+              >
+                Remove {chosen.length}
+              </button>
+            )}
+          </div>
+        )}
       {jobs === null ? (
         model.jobsError ? null : (
           <Loading what="jobs" />

@@ -21,6 +21,7 @@ export interface IPanelActions {
   resubmitJob: (job: IJob) => void;
   cancelJobs?: (jobs: IJob[]) => void;
   removeJobs?: (jobs: IJob[]) => void;
+  compareJobs?: (jobs: IJob[]) => void;
   onSubmitted: (job: IJob) => void;
   /** Open the Submit form in the main area (or show it there when it is). */
   submitInMain?: () => void;
@@ -166,6 +167,7 @@ function PanelBody(props: {
                   resubmitJob={actions.resubmitJob}
                   cancelJobs={actions.cancelJobs}
                   removeJobs={actions.removeJobs}
+                  compareJobs={actions.compareJobs}
                 />
               ) : tab.id === 'queue' ? (
                 <QueueView

@@ -1,0 +1,206 @@
+import { fireEvent, render, screen, waitFor } from '@testing-library/react';
+import * as React from 'react';
+
+import { HyperpodClient, MAX_COMPARED } from '../api';
+import {
+  CompareClient,
+  compareKey,
+  CompareView
+} from '../components/compare/CompareView';
+import { comparisonRows } from '../components/compare/ComparisonTable';
+import { JobsView } from '../components/JobsView';
+import { ApiError } from '../handler';
+import { HyperpodModel } from '../model';
+import { IJob } from '../models';
+import { DEFAULT_SETTINGS } from '../settings';
+import { CODE_DIFF, makeComparison, makeDiff } from './compareFixtures';
+import { makeJob } from './fixtures';
+
+/** A client answering the fixtures, recording what was asked. */
+function compareClient(failDiff = false) {
+  const asked: string[] = [];
+  const client: CompareClient = {
+    compare: async (ids: string[]) => {
+      asked.push(`compare ${ids.join(',')}`);
+      return makeComparison();
+    },
+    diff: async (a: string, b: string) => {
+      asked.push(`diff ${a} ${b}`);
+      if (failDiff) {
+        throw new ApiError('Job job-b not found', 404, 'NotFound');
+      }
+      return makeDiff();
+    }
+  };
+  return { client, asked };
+}
+
+function rowCells(key: string): string[] {
+  const row = document.querySelector(`tr[data-row="${key}"]`);
+  expect(row).not.toBeNull();
+  return Array.from(row!.querySelectorAll('td')).map(td => td.textContent!);
+}
+
+describe('CompareView', () => {
+  it('shows the jobs as columns and what differs as rows', async () => {
+    const { client, asked } = compareClient();
+    render(<CompareView client={client} ids={['job-a', 'job-b']} />);
+    await screen.findByRole('table', { name: 'Jobs side by side' });
+    const heads = Array.from(
+      document.querySelectorAll('.jp-hyperpod-CompareTable thead th')
+    ).map(th => th.textContent);
+    expect(heads).toEqual(['Job', 'qlora-a', 'qlora-b']);
+    expect(rowCells('state')).toEqual(['SUCCEEDED', 'FAILED']);
+    expect(rowCells('duration')).toEqual(['12m 34s', '1m 5s']);
+    expect(rowCells('exit_code')).toEqual(['0', '1']);
+    expect(rowCells('commit')).toEqual(['3f2a9c1', '3f2a9c1+diff']);
+    expect(rowCells('value:env.LR')).toEqual(['1e-4', '5e-4']);
+    expect(rowCells('value:train.yaml:lora.r')).toEqual(['8', '–']);
+    expect(rowCells('metric:loss')).toEqual(['0.812300', '1.50000']);
+    expect(rowCells('metric:eval_loss')).toEqual(['0.900000', '–']);
+    expect(rowCells('rouge:rouge1')).toEqual(['–', '0.4900 (+0.2900)']);
+    expect(rowCells('rouge:rougeL')).toEqual(['–', '0.1700 (−0.0100)']);
+    expect(screen.getByText('job-b: MLflow run not found')).toBeTruthy();
+    expect(asked).toEqual(['compare job-a,job-b', 'diff job-a job-b']);
+  });
+
+  it('orders rows: outcome, differing values, metrics, ROUGE', () => {
+    expect(comparisonRows(makeComparison()).map(r => r.key)).toEqual([
+      'state',
+      'duration',
+      'exit_code',
+      'commit',
+      'value:env.LR',
+      'value:train.yaml:lora.r',
+      'metric:eval_loss',
+      'metric:loss',
+      'rouge:rouge1',
+      'rouge:rougeL'
+    ]);
+  });
+
+  it('shows two jobs’ diff: spec, configs, code collapsed, packages, notes', async () => {
+    const { client } = compareClient();
+    render(<CompareView client={client} ids={['job-a', 'job-b']} />);
+    const spec = await screen.findByRole('region', { name: 'Spec' });
+    expect(spec.querySelector('h3')!.textContent).toBe('Spec (1)');
+    // Columns are named after the jobs, once the comparison has them.
+    await waitFor(() =>
+      expect(
+        Array.from(spec.querySelectorAll('thead th')).map(t => t.textContent)
+      ).toEqual(['Spec field', 'qlora-a', 'qlora-b'])
+    );
+    const lr = spec.querySelector('tr[data-field="env.LR"]')!;
+    expect(
+      Array.from(lr.querySelectorAll('td')).map(t => t.textContent)
+    ).toEqual(['1e-4', '5e-4']);
+    const configs = screen.getByRole('region', { name: 'Configs' });
+    expect(
+      configs.querySelector(
+        '[data-config="train.yaml"] tr[data-field="lora.r"]'
+      )!.textContent
+    ).toBe('lora.r8–');
+    const code = screen.getByRole('region', { name: 'Code' });
+    expect(code.textContent).toContain('qlora-a: 3f2a9c1, 3 files');
+    expect(code.textContent).toContain('qlora-b: 3f2a9c1+diff, 4 files');
+    expect(code.textContent).toContain('2 unchanged');
+    const file = code.querySelector('li[data-path="train.py"]')!;
+    const details = file.querySelector('details')!;
+    expect(details.open).toBe(false);
+    expect(file.querySelector('summary')!.textContent).toBe(
+      'train.py changed · 1.0 KB → 1.1 KB'
+    );
+    expect(file.querySelector('pre.jp-hyperpod-Diff-text')!.textContent).toBe(
+      CODE_DIFF
+    );
+    const binary = code.querySelector('li[data-path="weights.bin"]')!;
+    expect(binary.querySelector('pre')).toBeNull();
+    expect(binary.textContent).toContain(
+      'over 256 KiB: compared by SHA-256 only'
+    );
+    const packages = screen.getByRole('region', { name: 'Packages' });
+    expect(
+      Array.from(packages.querySelectorAll('tbody tr')).map(r => r.textContent)
+    ).toEqual(['torch2.3.02.4.1', 'peft–0.12.0']);
+    expect(
+      screen.getByText('job-a: no resolved config recorded for eval.yaml')
+    ).toBeTruthy();
+  });
+
+  it('asks no diff for three jobs, and compares again on Refresh', async () => {
+    const { client, asked } = compareClient();
+    render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
+    await screen.findByRole('table', { name: 'Jobs side by side' });
+    expect(screen.queryByRole('region', { name: 'Spec' })).toBeNull();
+    fireEvent.click(screen.getByTitle('Compare again'));
+    await waitFor(() => expect(asked.length).toBe(2));
+    expect(asked).toEqual([
+      'compare job-a,job-b,job-c',
+      'compare job-a,job-b,job-c'
+    ]);
+  });
+
+  it('shows the server’s message when the diff fails, the table still', async () => {
+    const { client } = compareClient(true);
+    render(<CompareView client={client} ids={['job-a', 'job-b']} />);
+    expect(await screen.findByText(/Job job-b not found/)).toBeTruthy();
+    expect(
+      screen.getByRole('table', { name: 'Jobs side by side' })
+    ).toBeTruthy();
+  });
+
+  it('keys a set by its ids in any order', () => {
+    expect(compareKey(['b', 'a'])).toBe(compareKey(['a', 'b']));
+    expect(compareKey(['a', 'b'])).not.toBe(compareKey(['a', 'b', 'c']));
+  });
+});
+
+describe('JobsView: Compare', () => {
+  function listed(count: number) {
+    const model = new HyperpodModel({} as HyperpodClient, DEFAULT_SETTINGS);
+    for (let i = 0; i < count; i++) {
+      model.upsertJob(
+        makeJob({ id: `job-${i}`, name: `run-${i}`, state: 'SUCCEEDED' })
+      );
+    }
+    const compareJobs = jest.fn();
+    render(
+      <JobsView
+        model={model}
+        openJob={jest.fn()}
+        cancelJob={jest.fn()}
+        resubmitJob={jest.fn()}
+        compareJobs={compareJobs}
+      />
+    );
+    return compareJobs;
+  }
+
+  it('offers Compare from two selected jobs', () => {
+    const compareJobs = listed(3);
+    fireEvent.click(screen.getByLabelText('Select run-0'));
+    const one = screen.getByRole('button', { name: 'Compare 1' });
+    expect((one as HTMLButtonElement).disabled).toBe(true);
+    fireEvent.click(screen.getByLabelText('Select run-2'));
+    fireEvent.click(screen.getByRole('button', { name: 'Compare 2' }));
+    expect(compareJobs.mock.calls[0][0].map((j: IJob) => j.id).sort()).toEqual([
+      'job-0',
+      'job-2'
+    ]);
+  });
+
+  it('refuses more than the server compares at once', () => {
+    const compareJobs = listed(MAX_COMPARED + 1);
+    fireEvent.click(screen.getByLabelText('Select all jobs shown'));
+    const button = screen.getByRole('button', {
+      name: `Compare ${MAX_COMPARED + 1}`
+    }) as HTMLButtonElement;
+    expect(button.disabled).toBe(true);
+    expect(button.title).toBe(`Compare takes at most ${MAX_COMPARED} jobs`);
+    fireEvent.click(screen.getByLabelText('Select run-0'));
+    fireEvent.click(
+      screen.getByRole('button', { name: `Compare ${MAX_COMPARED}` })
+    );
+    expect(compareJobs.mock.calls[0][0]).toHaveLength(MAX_COMPARED);
+  });
+});
