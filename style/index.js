@@ -3,3 +3,4 @@ import 'uplot/dist/uPlot.min.css';
 import './base.css';
 import './queue.css';
 import './watchdog.css';
+import './compare.css';

@@ -127,6 +127,28 @@ describe('CompareView', () => {
     ).toBeTruthy();
   });
 
+  it('says which side has no snapshot or no commit', async () => {
+    const diff = makeDiff();
+    diff.code = {
+      a: null,
+      b: { ...diff.code.b!, commit: null },
+      files: [],
+      unchanged: 0
+    };
+    const client: CompareClient = {
+      compare: async () => makeComparison(),
+      diff: async () => diff
+    };
+    render(<CompareView client={client} ids={['job-a', 'job-b']} />);
+    const code = await screen.findByRole('region', { name: 'Code' });
+    await waitFor(() =>
+      expect(code.textContent).toContain(
+        'qlora-a: no snapshot · qlora-b: 4 files'
+      )
+    );
+    expect(code.textContent).toContain('No file differs (0 the same).');
+  });
+
   it('asks no diff for three jobs, and compares again on Refresh', async () => {
     const { client, asked } = compareClient();
     render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
@@ -160,7 +182,12 @@ describe('JobsView: Compare', () => {
     const model = new HyperpodModel({} as HyperpodClient, DEFAULT_SETTINGS);
     for (let i = 0; i < count; i++) {
       model.upsertJob(
-        makeJob({ id: `job-${i}`, name: `run-${i}`, state: 'SUCCEEDED' })
+        makeJob({
+          id: `job-${i}`,
+          name: `run-${i}`,
+          state: 'SUCCEEDED',
+          created: 1_700_000_000 + i
+        })
       );
     }
     const compareJobs = jest.fn();
@@ -183,7 +210,8 @@ describe('JobsView: Compare', () => {
     expect((one as HTMLButtonElement).disabled).toBe(true);
     fireEvent.click(screen.getByLabelText('Select run-2'));
     fireEvent.click(screen.getByRole('button', { name: 'Compare 2' }));
-    expect(compareJobs.mock.calls[0][0].map((j: IJob) => j.id).sort()).toEqual([
+    // Oldest first, whatever the list's order (newest first).
+    expect(compareJobs.mock.calls[0][0].map((j: IJob) => j.id)).toEqual([
       'job-0',
       'job-2'
     ]);

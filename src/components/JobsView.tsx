@@ -268,7 +268,12 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
                       ? `Compare takes at most ${MAX_COMPARED} jobs`
                       : 'Spec, config, code and metrics side by side'
                 }
-                onClick={() => props.compareJobs?.(chosen)}
+                onClick={() =>
+                  // Oldest first: the columns, and the diff, run from the earlier job to the later.
+                  props.compareJobs?.(
+                    [...chosen].sort((x, y) => x.created - y.created)
+                  )
+                }
               >
                 Compare {chosen.length}
               </button>

@@ -20,6 +20,8 @@ function Section(props: {
   title: string;
   count: number;
   empty: string;
+  /** Shown whether or not anything differs. */
+  lead?: React.ReactNode;
   children?: React.ReactNode;
 }): JSX.Element {
   return (
@@ -27,8 +29,9 @@ function Section(props: {
       <h3 className="jp-hyperpod-Section-title">
         {props.title} ({props.count})
       </h3>
+      {props.lead}
       {props.count === 0 ? (
-        <div className="jp-hyperpod-Empty">{props.empty}</div>
+        <div className="jp-hyperpod-Dim">{props.empty}</div>
       ) : (
         props.children
       )}
@@ -151,19 +154,23 @@ function CodeFile(props: { file: ICodeFileChange }): JSX.Element {
 function CodeSection(props: { code: ICodeDiff; a: string; b: string }) {
   const { code } = props;
   const side = (id: string, s: ICodeDiff['a']) =>
-    s
-      ? `${id}: ${showCommit(s.commit, s.dirty)}, ${s.files} files`
-      : `${id}: no snapshot`;
+    !s
+      ? `${id}: no snapshot`
+      : s.commit === null
+        ? `${id}: ${s.files} files`
+        : `${id}: ${showCommit(s.commit, s.dirty)}, ${s.files} files`;
   return (
     <Section
       title="Code"
       count={code.files.length}
       empty={`No file differs (${code.unchanged} the same).`}
+      lead={
+        <div className="jp-hyperpod-Dim">
+          {side(props.a, code.a)} · {side(props.b, code.b)}
+          {code.files.length > 0 && ` · ${code.unchanged} unchanged`}
+        </div>
+      }
     >
-      <div className="jp-hyperpod-Dim">
-        {side(props.a, code.a)} · {side(props.b, code.b)} · {code.unchanged}{' '}
-        unchanged
-      </div>
       <ul className="jp-hyperpod-Diff-files" aria-label="Changed files">
         {code.files.map(file => (
           <CodeFile key={file.path} file={file} />
