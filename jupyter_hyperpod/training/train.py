@@ -50,6 +50,19 @@ def lr_lambda(config: TrainingConfig, total_steps: int):  # type: ignore[no-unty
     return factor
 
 
+def nothing_to_train(total_steps: int, checkpoint_job: str, job_id: str) -> str:
+    """Why a job trains no step: its last checkpoint is already at the end. Another job's (a
+    rerun or resubmit into the same output_dir, resumed by `resume: auto`) says how to train."""
+    message = f"all {total_steps} steps were already done (last checkpoint): nothing to train"
+    if checkpoint_job and job_id and checkpoint_job != job_id:
+        message += (
+            f"; that checkpoint is job {checkpoint_job}'s, in the same output_dir: to train "
+            "again, give each job its own (output_dir: out/${HYPERPOD_JOB_ID}) or set "
+            "resume: never"
+        )
+    return message
+
+
 def on_main(runtime: Runtime, work: Any) -> Any:
     """Run `work()` on rank 0 only (its result stays there); every rank raises its error.
 
@@ -246,12 +259,14 @@ def _train_model(
     torch.manual_seed(config.seed + 7919 * runtime.rank)  # dropout streams, one per rank
     tokens_seen = 0
     resumed_loss = float("nan")
+    resumed_job = ""
     if resume_from is not None:
         state = load_checkpoint(resume_from, model, optimizer, runtime)
         scheduler.load_state_dict(state["scheduler"])
         start_step = int(state["step"])
         tokens_seen = int(state.get("tokens_seen", 0))
         resumed_loss = float(state.get("loss", float("nan")))
+        resumed_job = str(state.get("job_id") or "")
         log.info("resumed from %s at step %d/%d", resume_from, start_step, total_steps)
 
     job_id = os.environ.get("HYPERPOD_JOB_ID", "")
@@ -361,6 +376,7 @@ def _train_model(
                     "tokens_seen": tokens_seen,
                     "scheduler": scheduler.state_dict(),
                     "epoch": done / plan.steps_per_epoch,
+                    "job_id": job_id,
                 }
                 path = save_checkpoint(
                     config.checkpoints_path,
@@ -377,9 +393,7 @@ def _train_model(
                     os.kill(os.getpid(), signal.SIGKILL)
         progress.close()
         if start_step >= total_steps:
-            log.info(
-                "all %d steps were already done (last checkpoint): nothing to train", total_steps
-            )
+            log.info("%s", nothing_to_train(total_steps, resumed_job, job_id))
         save_adapter(model, tokenizer, config.adapter_path, runtime)
         results = {
             "final_loss": last_loss,

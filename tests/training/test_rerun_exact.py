@@ -97,3 +97,30 @@ async def test_rerun_reproduces_the_loss_curve_bit_for_bit(
     # Step 1's loss comes before any update; from step 2 on the learning rate shows.
     assert changed_curve[0] == curve[0]
     assert all(a != b for (_, a), (_, b) in zip(changed_curve[1:], curve[1:], strict=True))
+
+
+async def test_a_rerun_into_the_same_output_dir_says_why_it_trains_nothing(
+    api: Api, partition: Path, tiny_model: Path, dataset_file: Path
+) -> None:
+    # `resume: auto` resumes from output_dir's last checkpoint, whoever wrote it: a rerun into
+    # the first job's output_dir finds it finished. The log says so, naming the job and the fix.
+    write_config(
+        partition / "shared", model_id=str(tiny_model), dataset=str(dataset_file), seed=1234
+    )
+    params = {"config": "shared/args-fine-tuning.yaml", "max_steps": 2, "procs_per_node": 1}
+    first = await api.submit({"name": "ft", "template": "qlora-finetune", "params": params})
+    curve, _ = await train(api, first)
+    assert [step for step, _ in curve] == [1, 2]
+
+    again = await api.post(f"jobs/{first['id']}/rerun", {})
+    assert again.status == 201, again.body
+    done = await api.wait_for(again.body["id"], {"SUCCEEDED", "FAILED"}, timeout=240)
+    log = (await api.get(f"jobs/{again.body['id']}/logs", rank=0, tail=200)).body["text"]
+    assert done["state"] == "SUCCEEDED", log
+    assert (
+        f"all 2 steps were already done (last checkpoint): nothing to train; that checkpoint "
+        f"is job {first['id']}'s, in the same output_dir: to train again, give each job its "
+        "own (output_dir: out/${HYPERPOD_JOB_ID}) or set resume: never"
+    ) in log
+    metrics = (await api.get(f"jobs/{again.body['id']}/metrics")).body["metrics"]
+    assert "loss" not in metrics and metrics["final_loss"][0]["value"] == curve[-1][1]
