@@ -1,7 +1,8 @@
 /**
  * Compare (#24 item 2): two jobs selected in the Jobs list open one comparison tab in the main
  * area, the same tab for the same pair; the code file edited between them shows its diff,
- * collapsed, and a long line scrolls inside its <pre>, never the page.
+ * collapsed, and a long line scrolls inside its <pre>, never the page; the tab is back after a
+ * reload.
  */
 import { expect, test } from '@jupyterlab/galata';
 
@@ -63,4 +64,20 @@ test('two selected jobs: Compare opens one tab with the table and the diff', asy
   await showView(page, 'jobs');
   await page.getByRole('button', { name: 'Compare 2' }).click();
   await expect(page.locator('.jp-hyperpod-CompareView')).toHaveCount(1);
+
+  // After a reload the comparison is back, on the same jobs (once the layout is saved).
+  await expect
+    .poll(
+      () =>
+        page.evaluate(async () =>
+          JSON.stringify(await (await fetch('/lab/api/workspaces/default')).json())
+        ),
+      { timeout: 15000 }
+    )
+    .toContain(`jupyter-hyperpod-compare:${[a, b].sort().join(',')}`);
+  await page.reload({ waitForIsReady: false });
+  await expect(
+    page.locator('.jp-hyperpod-CompareTable thead th')
+  ).toHaveText(['Job', `cmp-a-${stamp}`, `cmp-b-${stamp}`], { timeout: 30000 });
+  await expect(page.locator('.lm-TabBar-tab', { hasText: `Compare: cmp-a-${stamp}` })).toHaveCount(1);
 });
