@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import random
@@ -36,12 +37,23 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import websocket  # websocket-client
 from bench_scale import TOKEN, Server, grow_history, in_state, running_at_least, wait_until
 
 STEP_SECONDS = 0.2
-"""The stepper's pace (bench_scale.STEPPER): step n is printed about n * 0.2 s after it starts."""
+CLOCKED = (
+    "import sys, time\n"
+    "# bench_scale.STEPPER's step lines on a fixed schedule: step n at t0 + n * 0.2 s (no drift),\n"
+    "# t0 written to the file argv[1] names, so that the bench knows when each step was printed.\n"
+    "t0 = time.time()\n"
+    "with open(sys.argv[1], 'w') as out:\n"
+    "    out.write(repr(t0))\n"
+    "for step in range(1, 100000):\n"
+    "    time.sleep(max(0.0, t0 + step * 0.2 - time.time()))\n"
+    "    print(f'step {step}/100000 loss 0.{step % 997:03d} lr 2.0e-04 tokens/s 12345.6', flush=True)\n"
+)
 PAGE = 50
 """The Jobs list's page (src/jobsmodel.ts `jobsPageSize`)."""
 WATCHED = 20
@@ -192,8 +204,8 @@ class Panel:
 
 
 def staleness(panels: list[Panel], started: dict[str, float]) -> float:
-    """Seconds behind the job, the mean over panels and running jobs: the step a panel shows
-    against the step the job prints now."""
+    """Seconds behind the job, the mean over panels and running jobs: how long ago the job
+    printed the step a panel shows (`started`: each job's t0)."""
     now = time.time()
     behind = []
     for panel in panels:
@@ -259,21 +271,30 @@ def measure(
     return result
 
 
+def written(path: Path) -> bool:
+    return path.is_file() and bool(path.read_text())
+
+
 def setup(server: Server, history: int, count: int) -> tuple[list[str], dict[str, float]]:
-    """`history` jobs in the store, the newest `running` of them running the stepper."""
+    """`history` jobs in the store, the newest `count` of them running the clocked stepper;
+    their ids and t0s."""
     seed = server.call("POST", "jobs", {"name": "seed", "command": ["sleeper.py"]})
     server.call("DELETE", f"jobs/{seed['id']}")
     wait_until(in_state(server, seed["id"], "CANCELLED"), 60, "the cancel")
     grow_history(server.store, seed["id"], history - count)
+    shared = server.fs / "shared"
+    (shared / "clocked.py").write_text(CLOCKED)
     ids = []
     for i in range(count):
-        body = {"name": f"step{i:02d}", "command": ["stepper.py"], "launcher": "plain"}
+        t0 = shared / f"t0-{i:02d}"
+        body = {"name": f"step{i:02d}", "command": ["clocked.py", str(t0)], "launcher": "plain"}
         ids.append(server.call("POST", "jobs", body)["id"])
     wait_until(running_at_least(server, count), 120, f"{count} running jobs")
     started = {}
-    for job_id in ids:
-        job = server.call("GET", f"jobs/{job_id}")
-        started[job_id] = float(job["started"])
+    for i, job_id in enumerate(ids):
+        t0 = shared / f"t0-{i:02d}"
+        wait_until(functools.partial(written, t0), 60, f"{t0.name}")
+        started[job_id] = float(t0.read_text())
     total = server.call("GET", "jobs?limit=1")["total"]
     assert total == history, (total, history)
     return ids, started
