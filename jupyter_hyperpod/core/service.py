@@ -1039,7 +1039,9 @@ class HyperPodService:
         update = self.orchestrator.cancel(_stored(job, data))
         if update.state is None or not update.state.finished:
             update.state = JobState.CANCELLED
-        return self._save(job, data, update)
+        saved = self._save(job, data, update)
+        self.tracker.nudge(now=True)  # the feed's listeners hear it now, as after a submit
+        return saved
 
     def add_event(self, job_id: str, event: str) -> Job:
         """Add one line to the job's events (kept with the backend's, the last EVENTS_KEPT)."""
