@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .core.models import JobMetrics, JobProgress
     from .core.partition import Partition
     from .core.settings import HyperPodSettings
-    from .core.snapshot import FreezeCache, Snapshotter
+    from .core.snapshot import Snapshotter
 
 
 class AwsAdapter:
@@ -95,7 +95,6 @@ class Wiring:
     def __init__(self) -> None:
         self.aws = AwsAdapter()
         self.progress = ProgressAdapter()
-        self._freeze: FreezeCache | None = None
 
     def orchestrator(self, settings: HyperPodSettings) -> Orchestrator:
         from .backends import create_orchestrator
@@ -118,15 +117,15 @@ class Wiring:
         return read_job_metrics(tracking_uri, job_id)
 
     def snapshotter(self, settings: HyperPodSettings, partition: Partition) -> Snapshotter:
-        from .core.snapshot import FreezeCache, Snapshotter
+        from .core.snapshot import PROCESS_FREEZE, Snapshotter
 
-        if self._freeze is None:
-            self._freeze = FreezeCache()  # one per process: pip freeze once per interpreter
+        # One cache for every service of the process (a server, its CLI calls, each test's):
+        # pip freeze runs once per interpreter and state of its site-packages.
         return Snapshotter(
             partition,
             max_bytes=settings.snapshot_max_bytes,
             reference_bytes=settings.snapshot_reference_bytes,
-            freeze=self._freeze,
+            freeze=PROCESS_FREEZE,
         )
 
     def __repr__(self) -> str:

@@ -29,7 +29,7 @@ set +e
 # One rerun for a test that lost a timing race on a loaded 2-core runner: a real failure fails
 # twice, and every rerun is listed in the summary (R), with what its first attempt failed on
 # (tests/conftest.py), so that a flaky test stays visible and can be mended.
-HYPERPOD_STRICT_COLLECTION=1 python -m pytest -ra --reruns 1 "$@"
+HYPERPOD_STRICT_COLLECTION=1 python -m pytest -ra --reruns 1 --durations=25 "$@"
 code=$?
 set -e
 # Any failure, collection or plugin error (exit 2-4) or no test collected (5) fails the suite.

@@ -153,9 +153,27 @@ def test_pip_freeze_runs_once_per_interpreter_and_mtime(tmp_path: Path) -> None:
 
     cache = FreezeCache(counted)
     first = cache.freeze(sys.executable)
-    assert first is not None and "pydantic==" in first
+    # This venv's packages (the project's editable install), not its base interpreter's.
+    assert first is not None and "jupyter-hyperpod" in first, first[:500]
+    assert calls[0][0] == os.path.abspath(sys.executable)
     assert cache.freeze(sys.executable) == first and len(calls) == 1
     assert cache.freeze("no-such-python-here") is None
+
+
+def test_an_install_into_the_environment_runs_pip_freeze_again(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    calls: list[Sequence[str]] = []
+    cache = FreezeCache(lambda argv: calls.append(argv) or f"pkg=={len(calls)}\n")
+    python = str(venv / "bin" / "python")
+    assert cache.freeze(python) == "pkg==1\n" and cache.freeze(python) == "pkg==1\n"
+    (site / "newpkg-1.0.dist-info").mkdir()  # what pip install does to site-packages
+    os.utime(site, ns=(site.stat().st_mtime_ns + 10**9,) * 2)
+    assert cache.freeze(python) == "pkg==2\n"
+    assert [argv[0] for argv in calls] == [python, python]  # the venv's, not the base's
 
 
 def test_the_program_and_its_code_and_config_arguments_run_from_the_tree(tmp_path: Path) -> None:

@@ -99,6 +99,7 @@ class LocalOrchestrator(Orchestrator):
             this_machine=True,
         )
 
+    queues_in_job_store = True
     status_poll_max = 2.0
     """A refresh reads a few files, and it is what starts queued jobs: keep it frequent."""
 

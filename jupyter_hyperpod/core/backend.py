@@ -33,6 +33,7 @@ from .models import (
 )
 from .queue import Adoption, QueueJob, QueueSnapshot
 from .state import BackendState, register_state
+from .store import JobStore
 
 JobPython = Literal["server", "cluster_python", "image"]
 
@@ -209,6 +210,13 @@ class Orchestrator(LoggingConfigurable):
     """Where the templates' jobs find their interpreter: this server's own (`server`),
     `HyperPodSettings.cluster_python` on nodes that share this login node's software
     (`cluster_python`), or the job's image (`image`: only a pod can check it)."""
+
+    queues_in_job_store: ClassVar[bool] = False
+    """It queues its jobs itself, in the service's job store (local): `bind_store` is called
+    with the store and the service's lease before any job is submitted."""
+
+    def bind_store(self, store: JobStore, owner: str) -> None:
+        """The shared job store and this service's lease (`queues_in_job_store` backends)."""
 
     @classmethod
     def reported_progress(cls, job: Job, data: dict[str, Any]) -> JobProgress | None:

@@ -8,6 +8,7 @@ one batched backend query at a time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import secrets
@@ -77,7 +78,6 @@ from .models import (
     JobState,
     LogSnapshot,
     Node,
-    OperatorVerdict,
     RankStack,
     Rendered,
     StackDump,
@@ -87,11 +87,14 @@ from .models import (
 )
 from .partition import MAX_TEXT_FILE, Partition, check_text, partition_dir
 from .queue import QueueLogs, QueuePage
+from .queue_view import QueueView
 from .registry import backend_class, state_class
 from .settings import HyperPodSettings
 from .snapshot import run_from_snapshot
 from .stacks import mark_differences
+from .state import BackendState
 from .store import JobStore
+from .timed_cache import TimedCache
 from .tracker import Tracker
 
 if TYPE_CHECKING:
@@ -134,6 +137,9 @@ class HyperPodService:
         self.store = JobStore(settings.job_store)
         self.snapshots = self.adapters.snapshotter(settings, self.partition)
         """What takes each job's snapshot at submit, which the job runs from (#24)."""
+        self._progress: TimedCache[str, Any] = TimedCache(self.PROGRESS_MAX_AGE)
+        """Each running job's last progress, read by the tracker's refresh (`_refresh_progress`)."""
+        self._mlflow_progress_cache: TimedCache[str, Any] = TimedCache(self.MLFLOW_PROGRESS_MAX_AGE)
         self.comparer = JobComparer(self.job, self.metrics, self.snapshots)
         """Jobs side by side from their records and snapshots (`diff`, `compare`, #24)."""
         self.orchestrator = orchestrator or self.adapters.orchestrator(settings)
@@ -728,10 +734,9 @@ class HyperPodService:
 
     def _bind_store(self, orchestrator: Orchestrator) -> None:
         """Backends that queue jobs themselves (local) queue them in the shared store."""
-        bind = getattr(orchestrator, "bind_store", None)
-        if bind is not None:
+        if orchestrator.queues_in_job_store:
             self.store.renew_lease(self.owner, LEASE_SECONDS)
-            bind(self.store, self.owner)
+            orchestrator.bind_store(self.store, self.owner)
 
     @property
     def reads_wait(self) -> bool:
@@ -864,17 +869,15 @@ class HyperPodService:
         """A running job with its last known progress: readers never read a log or MLflow
         (the tracker's refresh does, `_refresh_progress`), they take what it found. A job the
         cluster's operator judged (its own hang/slow verdict, decided by the backend) shows it."""
-        verdict = data.get("operator_verdict")
+        verdict = BackendState.load(data).operator_verdict
         if verdict:
-            job = job.model_copy(
-                update={"operator_verdict": OperatorVerdict.model_validate(verdict)}
-            )
+            job = job.model_copy(update={"operator_verdict": verdict})
         if job.state != JobState.RUNNING:
             return job
-        cached = self.__dict__.get("_progress_cache", {}).get(job.id)
+        progress = self._progress.get(job.id)
         update: dict[str, Any] = {"watchdog": self.watch.of(job.id)}
-        if cached and cached[1]:
-            update["progress"] = cached[1]
+        if progress:
+            update["progress"] = progress
         return job.model_copy(update=update)
 
     def _refresh_watch(self) -> None:
@@ -962,14 +965,9 @@ class HyperPodService:
             user=self.settings.user,
             states=[JobState.RUNNING],
         )
-        cache: dict[str, tuple[float, Any]] = self.__dict__.setdefault("_progress_cache", {})
-        running = {job.id for job, _, _ in rows}
-        for job_id in set(cache) - running:
-            cache.pop(job_id, None)
+        self._progress.keep_only(job.id for job, _, _ in rows)
         for job, _, data in rows:
-            cached = cache.get(job.id)
-            if cached is None or time.monotonic() - cached[0] > self.PROGRESS_MAX_AGE:
-                cache[job.id] = (time.monotonic(), self._read_progress(job, data))
+            self._progress.read(job.id, functools.partial(self._read_progress, job, data))
 
     def _read_progress(self, job: Job, data: dict[str, Any]) -> Any:
         reported = self.orchestrator.reported_progress(job, data)
@@ -993,18 +991,16 @@ class HyperPodService:
 
     def _mlflow_progress(self, job: Job, data: dict[str, Any]) -> Any:
         """The progress the job's MLflow run tells (last step of its loss, its total steps)."""
-        cache: dict[str, tuple[float, Any]] = self.__dict__.setdefault("_mlflow_progress_cache", {})
-        cached = cache.get(job.id)
-        if cached is None or time.monotonic() - cached[0] > self.MLFLOW_PROGRESS_MAX_AGE:
+
+        def read() -> Any:
             try:
-                uri = self.mlflow_uri_for_server(data.get("mlflow_uri"))
-                progress = self.adapters.progress.from_mlflow(uri, job.id, started=job.started)
+                uri = self.mlflow_uri_for_server(BackendState.load(data).mlflow_uri)
+                return self.adapters.progress.from_mlflow(uri, job.id, started=job.started)
             except Exception as error:  # MLflow down or slow: the list still answers
                 log.debug("no MLflow progress for %s: %s", job.id, error)
-                progress = None
-            cached = (time.monotonic(), progress)
-            cache[job.id] = cached
-        return cached[1]
+                return None
+
+        return self._mlflow_progress_cache.read(job.id, read)
 
     def forget(self, job_id: str, *, delete_files: bool = False) -> ForgottenJob:
         """Remove a job from the history (cancelled first if it still runs); its directory
@@ -1026,11 +1022,8 @@ class HyperPodService:
                 deleted = True
             self.snapshots.remove(job_id)  # and the objects no other job's snapshot names
         self.store.delete(job_id)
-        self._progress_cache_drop(job_id)
+        self._progress.drop(job_id)
         return ForgottenJob(id=job_id, cancelled=cancelled, files_deleted=deleted, job_dir=relative)
-
-    def _progress_cache_drop(self, job_id: str) -> None:
-        self.__dict__.get("_progress_cache", {}).pop(job_id, None)
 
     def cancel(self, job_id: str) -> Job:
         job, data = self._get(job_id)
@@ -1055,14 +1048,12 @@ class HyperPodService:
         return job.model_copy(update={"events": events})
 
     # -- the cluster's queue (every user's jobs; core/queue_view.py) ----------------------
-    _queue_view: Any = None
+    _queue_view: QueueView | None = None
 
     @property
-    def queue_view(self) -> Any:
+    def queue_view(self) -> QueueView:
         """The queue snapshot, filters, pending explanations and adoption (`QueueView`)."""
         if self._queue_view is None:
-            from .queue_view import QueueView
-
             self._queue_view = QueueView(self)
         return self._queue_view
 
@@ -1078,7 +1069,7 @@ class HyperPodService:
     ) -> QueuePage:
         """A page of the cluster's queue: every user's jobs; `state` '' = pending and running,
         'all' = every state the cluster still shows; `fresh` asks the cluster now."""
-        return self.queue_view.page(  # type: ignore[no-any-return]
+        return self.queue_view.page(
             mine=mine,
             state=state,
             partition=partition,
@@ -1089,11 +1080,11 @@ class HyperPodService:
 
     def adopt(self, queue_id: str) -> Job:
         """Open one of my jobs submitted elsewhere (sbatch, kubectl) like a job submitted here."""
-        return self.queue_view.adopt(queue_id)  # type: ignore[no-any-return]
+        return self.queue_view.adopt(queue_id)
 
     def queue_logs(self, queue_id: str, *, tail: int = 200) -> QueueLogs:
         """A queue row's log, only where the cluster lets this user read it."""
-        return self.queue_view.logs(queue_id, tail)  # type: ignore[no-any-return]
+        return self.queue_view.logs(queue_id, tail)
 
     # -- logs and metrics ----------------------------------------------------------------
     def _check_rank(self, job: Job, rank: int) -> None:
@@ -1183,9 +1174,10 @@ class HyperPodService:
 
     def metrics(self, job_id: str) -> JobMetrics:
         job, data = self._get(job_id)
-        uri = self.mlflow_uri_for_server(data.get("mlflow_uri"))
+        facts = BackendState.load(data)
+        uri = self.mlflow_uri_for_server(facts.mlflow_uri)
         found = self.adapters.job_metrics(uri, job.id)
-        if found.run is None and data.get("adopted") and job.backend_id:
+        if found.run is None and facts.adopted and job.backend_id:
             # A job submitted elsewhere tags its run with the cluster's id, if with anything.
             by_backend = self.adapters.job_metrics(uri, job.backend_id)
             if by_backend.run is not None:

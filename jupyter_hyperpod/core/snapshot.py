@@ -69,29 +69,46 @@ class _Plan:
 
 
 class FreezeCache:
-    """`python -m pip freeze` of an interpreter, kept while its path and mtime stay the same
-    (a submit then costs a stat, not a pip run)."""
+    """`python -m pip freeze` of an interpreter, kept while its environment stays the same (a
+    submit then costs a few stats, not a pip run): the interpreter and the mtimes of its
+    site-packages directories, which an install, upgrade or removal changes."""
 
     def __init__(self, run: Callable[[Sequence[str]], str] | None = None) -> None:
         self._run = run or _run_freeze
-        self._cache: dict[tuple[str, int], str | None] = {}
+        self._cache: dict[tuple[Any, ...], str | None] = {}
 
     def freeze(self, python: str) -> str | None:
         found = shutil.which(python)
         if not found:
             return None  # not on this machine (a cluster-only path): nothing to record
-        real = os.path.realpath(found)
-        key = (real, os.stat(real).st_mtime_ns)
+        # Run as named, never its realpath: a venv's bin/python links to the base interpreter,
+        # which would list the base environment's packages, not the job's.
+        found = os.path.abspath(found)
+        key = _environment_key(found)
         if key not in self._cache:
             try:
-                self._cache[key] = self._run([real, "-m", "pip", "freeze"])
+                self._cache[key] = self._run([found, "-m", "pip", "freeze"])
             except (OSError, subprocess.SubprocessError):
                 self._cache[key] = None
         return self._cache[key]
 
 
+def _environment_key(python: str) -> tuple[Any, ...]:
+    real = os.path.realpath(python)
+    stamps: list[tuple[str, int]] = [(real, os.stat(real).st_mtime_ns)]
+    for prefix in dict.fromkeys([Path(python).parent.parent, Path(real).parent.parent]):
+        for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages"):
+            for site in sorted(prefix.glob(pattern)):
+                stamps.append((str(site), site.stat().st_mtime_ns))
+    return (python, *stamps)
+
+
 def _run_freeze(argv: Sequence[str]) -> str:
     return subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=True).stdout
+
+
+PROCESS_FREEZE = FreezeCache()
+"""The process's cache (its key follows installs, so every service of the process shares it)."""
 
 
 def _git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -43,6 +43,36 @@ def latest_checkpoint(root: Path) -> Path | None:
     return found[-1][1] if found else None
 
 
+def checkpoint_state(path: Path) -> dict[str, Any]:
+    """The trainer state saved with a checkpoint (step, loss, job_id...); {} when unreadable."""
+    try:
+        found = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def another_jobs_finished_run(path: Path, total_steps: int, job_id: str) -> str | None:
+    """The job id whose run `path` finished, when that is not `job_id` (a rerun into the same
+    output_dir): such a run is not resumed, it is trained again. An unfinished one (a
+    resubmit after a failure) or this job's own (a restart) is resumed."""
+    state = checkpoint_state(path)
+    other = str(state.get("job_id") or "")
+    done = int(state.get("step") or 0) >= total_steps
+    return other if done and other and job_id and other != job_id else None
+
+
+def set_aside(root: Path, job_id: str) -> Path:
+    """Move every checkpoint in `root` under `root/earlier-runs/<job_id>/` (kept, no longer
+    resumed nor rotated away by the next run's `save_total_limit`)."""
+    target = root / "earlier-runs" / job_id
+    target.mkdir(parents=True, exist_ok=True)
+    for _, path in list_checkpoints(root):
+        shutil.rmtree(target / path.name, ignore_errors=True)
+        path.rename(target / path.name)
+    return target
+
+
 def _trainable_state(model: Any) -> dict[str, Any]:
     from .model import unwrap
 

@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from .batching import IGNORE_INDEX, collate, make_plan, tokenize_records
-from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from .checkpoint import (
+    another_jobs_finished_run,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    set_aside,
+)
 from .config import ConfigError, TrainingConfig
 from .dataprep import is_prepared, prepare, read_split
 from .mlflow_tracking import Tracker
@@ -216,6 +222,22 @@ def _train(config: TrainingConfig, runtime: Runtime) -> dict[str, Any]:
     resume_from: Path | None = None
     if config.resume == "auto":
         resume_from = latest_checkpoint(config.checkpoints_path)
+        other = (
+            another_jobs_finished_run(
+                resume_from, total_steps, os.environ.get("HYPERPOD_JOB_ID", "")
+            )
+            if resume_from
+            else None
+        )
+        if other:
+            # A rerun into the same output_dir trains again (every rank decided the same
+            # before the main one moves the finished run aside).
+            runtime.barrier()
+            if runtime.is_main:
+                kept = set_aside(config.checkpoints_path, other)
+                log.info("job %s's finished run is kept in %s: training again", other, kept)
+            runtime.barrier()
+            resume_from = None
     elif config.resume != "never":
         resume_from = Path(config.resume)
         if not resume_from.is_dir():

@@ -6,6 +6,7 @@ logs others, so the comparison can fail."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -58,9 +59,7 @@ async def test_rerun_reproduces_the_loss_curve_bit_for_bit(
         dataset=str(dataset_file),
         seed=1234,
         lora_dropout=0.1,  # dropout draws from the seeded stream: it must replay too
-        # Each job its own outputs (checkpoints, adapter): a rerun into the first job's
-        # output_dir would auto-resume from its last checkpoint and train nothing.
-        output_dir="out/${HYPERPOD_JOB_ID}",
+        output_dir="out/${HYPERPOD_JOB_ID}",  # each job its own checkpoints and adapter
     )
     first = await api.submit(
         {
@@ -99,11 +98,12 @@ async def test_rerun_reproduces_the_loss_curve_bit_for_bit(
     assert all(a != b for (_, a), (_, b) in zip(changed_curve[1:], curve[1:], strict=True))
 
 
-async def test_a_rerun_into_the_same_output_dir_says_why_it_trains_nothing(
+async def test_a_rerun_into_the_same_output_dir_trains_again_and_keeps_the_first_run(
     api: Api, partition: Path, tiny_model: Path, dataset_file: Path
 ) -> None:
-    # `resume: auto` resumes from output_dir's last checkpoint, whoever wrote it: a rerun into
-    # the first job's output_dir finds it finished. The log says so, naming the job and the fix.
+    # `resume: auto` resumes an unfinished checkpoint (a restart, a resubmit after a failure);
+    # another job's finished run in the same output_dir is set aside, not resumed: the rerun
+    # trains every step again, to the same losses.
     write_config(
         partition / "shared", model_id=str(tiny_model), dataset=str(dataset_file), seed=1234
     )
@@ -111,16 +111,38 @@ async def test_a_rerun_into_the_same_output_dir_says_why_it_trains_nothing(
     first = await api.submit({"name": "ft", "template": "qlora-finetune", "params": params})
     curve, _ = await train(api, first)
     assert [step for step, _ in curve] == [1, 2]
+    checkpoints = [p for p in (partition / "shared").rglob("checkpoint-*") if p.is_dir()]
+    assert checkpoints, "the first run saved no checkpoint to set aside"
 
     again = await api.post(f"jobs/{first['id']}/rerun", {})
     assert again.status == 201, again.body
-    done = await api.wait_for(again.body["id"], {"SUCCEEDED", "FAILED"}, timeout=240)
-    log = (await api.get(f"jobs/{again.body['id']}/logs", rank=0, tail=200)).body["text"]
-    assert done["state"] == "SUCCEEDED", log
-    assert (
-        f"all 2 steps were already done (last checkpoint): nothing to train; that checkpoint "
-        f"is job {first['id']}'s, in the same output_dir: to train again, give each job its "
-        "own (output_dir: out/${HYPERPOD_JOB_ID}) or set resume: never"
-    ) in log
-    metrics = (await api.get(f"jobs/{again.body['id']}/metrics")).body["metrics"]
-    assert "loss" not in metrics and metrics["final_loss"][0]["value"] == curve[-1][1]
+    rerun_curve, log = await train(api, again.body)
+    assert rerun_curve == curve, log
+    assert f"job {first['id']}'s finished run is kept in" in log
+    kept = [p for p in (partition / "shared").rglob(f"earlier-runs/{first['id']}/checkpoint-*")]
+    assert sorted(p.name for p in kept) == sorted(p.name for p in checkpoints)
+
+
+def test_only_another_jobs_finished_run_is_set_aside(tmp_path: Path) -> None:
+    from jupyter_hyperpod.training.checkpoint import (
+        STATE_FILE,
+        another_jobs_finished_run,
+        checkpoint_dir,
+        list_checkpoints,
+        set_aside,
+    )
+
+    def saved(step: int, job: str) -> Path:
+        path = checkpoint_dir(tmp_path, step)
+        path.mkdir()
+        (path / STATE_FILE).write_text(json.dumps({"step": step, "job_id": job}))
+        return path
+
+    unfinished, finished = saved(2, "ft-1"), saved(4, "ft-1")
+    assert another_jobs_finished_run(finished, 4, "ft-2") == "ft-1"  # a rerun: train again
+    assert another_jobs_finished_run(finished, 4, "ft-1") is None  # its own restart
+    assert another_jobs_finished_run(unfinished, 4, "ft-2") is None  # a resubmit: resume
+    assert another_jobs_finished_run(finished, 4, "") is None  # not a job: as before
+    kept = set_aside(tmp_path, "ft-1")
+    assert list_checkpoints(tmp_path) == []
+    assert sorted(p.name for p in kept.iterdir()) == [unfinished.name, finished.name]
