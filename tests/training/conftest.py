@@ -60,6 +60,19 @@ def dataset_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_synthetic_dataset(tmp_path_factory.mktemp("dataset") / "reasoning.jsonl", 160)
 
 
+def server_running_training(
+    hyperpod_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    """The server config of a test whose jobs run `python -m jupyter_hyperpod.training` with
+    this interpreter and this checkout, on one thread each, tracked in the partition's MLflow."""
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    )
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return {**hyperpod_config, "cluster_python": sys.executable}
+
+
 def write_config(directory: Path, **values: Any) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "args-fine-tuning.yaml"

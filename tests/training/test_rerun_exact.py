@@ -7,8 +7,6 @@ logs others, so the comparison can fail."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import pytest
 import yaml
 
 from ..helpers import Api
-from .conftest import REPO, write_config
+from .conftest import server_running_training, write_config
 
 STEPS = 5
 
@@ -25,13 +23,7 @@ STEPS = 5
 def hyperpod_config(
     hyperpod_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
-    # Jobs run `python -m jupyter_hyperpod.training` with this interpreter and this checkout.
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    )
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    return {**hyperpod_config, "cluster_python": sys.executable}
+    return server_running_training(hyperpod_config, monkeypatch)
 
 
 async def losses(api: Api, job_id: str) -> list[tuple[int, float]]:

@@ -3,30 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..helpers import Api
-from .conftest import REPO, write_config
+from .conftest import server_running_training, write_config
 
 
 @pytest.fixture
 def hyperpod_config(
     hyperpod_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
-    # Jobs run `python -m jupyter_hyperpod.training` with this interpreter and this checkout.
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    )
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     # The MLflow UI the panel links to (the tracking store here is sqlite: no UI of its own).
     ui = {"mlflow_ui_url": "http://mlflow.test:5000/"}
-    return {**hyperpod_config, "cluster_python": sys.executable, **ui}
+    return {**server_running_training(hyperpod_config, monkeypatch), **ui}
 
 
 async def test_qlora_template_runs_on_two_local_ranks_and_reports_metrics(
