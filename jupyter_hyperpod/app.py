@@ -10,6 +10,7 @@ from jupyter_server.extension.application import ExtensionApp
 
 from .agent.http import MCP_ROUTE, McpEndpoint, McpHandler
 from .byo_handlers import ApplyHandler
+from .chain_handlers import ChainsHandler, JobChainHandler, JobResumeHandler
 from .core.feed import JobFeed
 from .core.models import JobState
 from .core.service import HyperPodService
@@ -75,6 +76,9 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/jobs/{JOB_ID}", JobHandler),
     (f"{API}/jobs/{JOB_ID}/events", JobEventsHandler),
     (f"{API}/jobs/{JOB_ID}/rerun", JobRerunHandler),
+    (f"{API}/chains", ChainsHandler),
+    (f"{API}/jobs/{JOB_ID}/chain", JobChainHandler),
+    (f"{API}/jobs/{JOB_ID}/resume", JobResumeHandler),
     (f"{API}/jobs/{JOB_ID}/diff/{OTHER_ID}", JobDiffHandler),
     (f"{API}/compare", CompareHandler),
     (f"{API}/jobs/{JOB_ID}/logs", LogsHandler),

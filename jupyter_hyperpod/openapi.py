@@ -17,6 +17,7 @@ from pydantic_core import core_schema
 
 from .core.api import Diagnosis, FileText, JobEventRequest, RerunRequest
 from .core.byo import AppliedFile, ApplyRequest
+from .core.chains import ChainRequest, ChainSubmitted, JobChain, ResumeRequest
 from .core.compare import MAX_COMPARED
 from .core.feed import FeedEvent
 from .core.gpu_models import GpuNodes, JobGpu
@@ -59,6 +60,8 @@ REQUESTS: list[type[BaseModel]] = [
     TemplateSubmission,
     JobEventRequest,
     RerunRequest,
+    ChainRequest,
+    ResumeRequest,
     AdoptRequest,
     ApplyRequest,
 ]
@@ -76,6 +79,8 @@ RESPONSES: list[type[BaseModel]] = [
     Rendered,
     Job,
     ForgottenJob,
+    JobChain,
+    ChainSubmitted,
     JobList,
     LogSnapshot,
     JobMetrics,
@@ -558,6 +563,56 @@ def _paths() -> dict[str, Any]:
             },
         },
         **_queue_paths(),
+        **_chain_paths(),
+    }
+
+
+def _chain_paths() -> dict[str, Any]:
+    """Chains (#24 item 4): one job waits for others through `JobSpec.after` on `POST jobs`."""
+    return {
+        "/chains": {
+            "post": {
+                "summary": "Submit a chain: links (a template with params, or a spec) that wait "
+                "for earlier links (after) and use their values ({{key.param}})",
+                "description": (
+                    "Each link starts once the links it waits for succeeded (after_any: ended). "
+                    "A cycle, an after that names neither a link nor one of your jobs (400), "
+                    "someone else's job (403) or a link that cannot be built is refused and "
+                    "leaves nothing behind."
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(ChainRequest)}},
+                },
+                "responses": {
+                    "201": _json(ChainSubmitted, "The jobs, in chain order"),
+                    **_errors(400, 403, 503),
+                },
+            }
+        },
+        "/jobs/{job_id}/chain": {
+            "parameters": [JOB_ID_PARAM],
+            "get": {
+                "summary": "Every job linked to this one by after, oldest first, and the first "
+                "that failed",
+                "responses": {"200": _json(JobChain, "The chain"), **_errors(400, 404)},
+            },
+        },
+        "/jobs/{job_id}/resume": {
+            "parameters": [JOB_ID_PARAM],
+            "post": {
+                "summary": "Run a chain again from this failed (or cancelled) link: a new run of "
+                "it and of every link that waited on it and did not succeed",
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": _ref(ResumeRequest)}},
+                },
+                "responses": {
+                    "201": _json(ChainSubmitted, "The new runs, in chain order"),
+                    **_errors(400, 404, 503),
+                },
+            },
+        },
     }
 
 

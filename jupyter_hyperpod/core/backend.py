@@ -55,6 +55,11 @@ class Launch:
     """The same directory as this machine sees it."""
     env: dict[str, str] = field(default_factory=dict)
     """User env plus HYPERPOD_JOB_ID, HYPERPOD_JOB_DIR, MLFLOW_TRACKING_URI... (cluster paths)."""
+    after_ids: tuple[str, ...] = ()
+    """`holds_dependencies` backends: the cluster ids of the unfinished jobs it waits for
+    (`JobSpec.after`, core/chains.py); the backend holds it until they end."""
+    after_any: bool = False
+    """With after_ids: start once they ended, whatever their state (else only if they succeeded)."""
 
 
 @dataclass
@@ -210,6 +215,10 @@ class Orchestrator(LoggingConfigurable):
     """Where the templates' jobs find their interpreter: this server's own (`server`),
     `HyperPodSettings.cluster_python` on nodes that share this login node's software
     (`cluster_python`), or the job's image (`image`: only a pod can check it)."""
+
+    holds_dependencies: ClassVar[bool] = False
+    """It holds a job until the jobs it waits for end, given their cluster ids (`Launch.after_ids`:
+    Slurm `--dependency`); elsewhere the server holds it (`core/holds.py`)."""
 
     queues_in_job_store: ClassVar[bool] = False
     """It queues its jobs itself, in the service's job store (local): `bind_store` is called

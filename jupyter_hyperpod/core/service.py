@@ -48,6 +48,8 @@ from .byo import (
     unified,
 )
 from .catalog import TemplateCatalog, TemplateContext, load_catalog
+from .chain_service import ChainService
+from .chains import ChainSubmitted, JobChain, chain_request
 from .compare import JobComparer
 from .errors import (
     AwsDenied,
@@ -167,6 +169,18 @@ class HyperPodService:
             max_interval=self.orchestrator.status_poll_max,
             name=f"hyperpod-tracker-{self.orchestrator.kind}",
         )
+        self.chains = ChainService(
+            self.store,
+            settings.user,
+            lambda: (self.orchestrator.kind, self.cluster_name),
+            native=lambda: self.orchestrator.holds_dependencies,
+            start_spec=lambda spec, rerun_of: self._start(spec, rerun_of=rerun_of),
+            start_stored=self._start_stored,
+            cancel_on_cluster=self._cancel_with,
+            spec_from_body=self.spec_from_body,
+            forget=lambda job_id: self.forget(job_id, delete_files=True),
+        )
+        """Holds and chains (#24): `chains.releaser` is the hold engine (`core/holds.py`)."""
         self.tracker.start()
 
     @property
@@ -443,6 +457,7 @@ class HyperPodService:
             HYPERPOD_JOB_DIR=self.to_cluster(job_dir),
             HYPERPOD_PARTITION=self.to_cluster(self.partition.root),
         )
+        after_ids, after_any = self.chains.dependency(spec)
         return Launch(
             job_id=job_id,
             spec=spec,
@@ -452,6 +467,8 @@ class HyperPodService:
             job_dir=self.to_cluster(job_dir),
             job_dir_local=job_dir,
             env=env,
+            after_ids=after_ids,
+            after_any=after_any,
         )
 
     @staticmethod
@@ -488,6 +505,7 @@ class HyperPodService:
         return self._start(spec, rerun_of=None if with_changes else before.id)
 
     def _start(self, spec: JobSpec, *, rerun_of: str | None = None) -> Job:
+        self.chains.check(spec)  # what it waits for (#24 chains): refused before anything exists
         self.partition.ensure()  # the first submit of a standalone core makes the partition
         job_id = self.new_job_id(spec)
         launch = self._launch(spec, job_id)
@@ -529,6 +547,13 @@ class HyperPodService:
             spec=spec,
             snapshot=snapshot,
         )
+        try:
+            verdict = self.chains.verdict(job)  # held until its gates let it start (#24)
+        except BaseException:
+            self.snapshots.remove(job_id)
+            raise
+        if verdict.kind == "waiting":
+            job.held = job.state_reason = verdict.reason
         data = {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"]}
         try:
             self.store.insert(job, self.cluster_name, data)
@@ -536,14 +561,49 @@ class HyperPodService:
             self.snapshots.remove(job_id)
             raise InvalidRequest(f"the job cannot be stored: {error}") from None
         self.store.set_owner(job_id, self.owner)
+        if job.held is not None:
+            self.tracker.nudge(now=True)
+            return job
+        return self._submit_launch(job, data, launch)
+
+    def _start_stored(self, job_id: str) -> Job:
+        """Start a stored job that was held (its hold claimed): its launch built again from
+        its spec and snapshot, then handed to the backend as a submit would."""
+        job, data = self._get(job_id)
+        launch = self._launch(job.spec, job_id)
+        if job.snapshot is not None:
+            tree = self.partition.root / job.snapshot.tree
+            shown = self.to_cluster(tree)
+            launch = dataclasses.replace(
+                launch,
+                command=run_from_snapshot(launch.command, tree, shown),
+                env={**launch.env, "HYPERPOD_SNAPSHOT": shown, "HYPERPOD_WORKDIR": launch.workdir},
+            )
+        job = job.model_copy(update={"held": None, "state_reason": None})
+        self.store.update(job_id, state_reason=None)
+        try:
+            return self._submit_launch(job, data, launch, keep_record=True)
+        except HyperPodError as error:
+            reason = f"the job could not be started: {error.message}"
+            update = JobUpdate(state=JobState.FAILED, state_reason=reason, ended=time.time())
+            return self._save(job, data, update)
+
+    def _submit_launch(
+        self, job: Job, data: dict[str, Any], launch: Launch, *, keep_record: bool = False
+    ) -> Job:
+        """Hand a stored job to the backend. A typed refusal removes the record and the
+        snapshot (nothing started), unless `keep_record` (a held job released later: the
+        caller records it FAILED)."""
+        job_id = job.id
         try:
             # Created here, removed again if the backend fails: no half-created job directory,
             # and a read-only or full file system answers 503 with what to do.
             with self.partition.new_directory(launch.job_dir_local, shown=f"{JOBS_DIR}/{job_id}"):
                 update = self.orchestrator.submit(launch)
         except HyperPodError:
-            self.store.delete(job_id)
-            self.snapshots.remove(job_id)
+            if not keep_record:
+                self.store.delete(job_id)
+                self.snapshots.remove(job_id)
             raise
         except Exception as error:
             log.exception("the start of job %s failed", job_id)
@@ -769,8 +829,9 @@ class HyperPodService:
                 user=self.settings.user,
                 states=[JobState.PENDING, JobState.RUNNING],
             )
-            if rows:
-                stored = [_stored(job, data) for job, _, data in rows]
+            # A held job is not on the cluster yet: the hold engine releases it (#24).
+            stored = [_stored(job, data) for job, _, data in rows if job.held is None]
+            if stored:
                 updates = self.orchestrator.refresh(stored)
                 for job, _, data in rows:
                     update = updates.get(job.id)
@@ -779,6 +840,7 @@ class HyperPodService:
             newest = max((job.created for job, _, _ in rows), default=None)
             self._youngest = None if newest is None else time.time() - newest
         if rows:
+            self.chains.refresh([job for job, _, _ in rows])
             self.queue_view.annotate_pending()
 
     def _save(self, job: Job, data: dict[str, Any], update: JobUpdate) -> Job:
@@ -1029,12 +1091,42 @@ class HyperPodService:
         job, data = self._get(job_id)
         if job.state.finished:
             return job
+        held = self.chains.cancel_held(job)  # never started: cancelled in the store only
+        if held is not None:
+            self.tracker.nudge(now=True)
+            return held
         update = self.orchestrator.cancel(_stored(job, data))
         if update.state is None or not update.state.finished:
             update.state = JobState.CANCELLED
         saved = self._save(job, data, update)
         self.tracker.nudge(now=True)  # the feed's listeners hear it now, as after a submit
         return saved
+
+    def _cancel_with(self, job: Job, reason: str) -> Job:
+        """Cancel a started job on the cluster with our reason (a chain's failed link)."""
+        job, data = self._get(job.id)
+        if job.state.finished:
+            return job
+        update = self.orchestrator.cancel(_stored(job, data))
+        update.state = JobState.CANCELLED
+        update.state_reason = reason
+        update.events = [*(update.events or job.events), f"cancelled: {reason}"]
+        return self._save(job, data, update)
+
+    # -- chains (#24 item 4; core/chains.py, core/chain_service.py) -------------------------
+    def submit_chain(self, request: Any) -> ChainSubmitted:
+        """Submit every link of a chain (`POST jobs/chain`): each waits for its `after`."""
+        return self.chains.submit_chain(chain_request(request))
+
+    def chain(self, job_id: str) -> JobChain:
+        """Every job linked to this one by `after`, oldest first."""
+        job, _ = self._get(job_id, connected=False)
+        return self.chains.chain(job)
+
+    def resume(self, job_id: str, *, with_changes: bool = False) -> ChainSubmitted:
+        """Run a chain again from its failed link: that link and what waited on it."""
+        job, _ = self._get(job_id)
+        return self.chains.resume(job, with_changes=with_changes)
 
     def add_event(self, job_id: str, event: str) -> Job:
         """Add one line to the job's events (kept with the backend's, the last EVENTS_KEPT)."""

@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS leases (
 MIGRATIONS = (
     ("owner", "ALTER TABLE jobs ADD COLUMN owner TEXT"),
     ("snapshot", "ALTER TABLE jobs ADD COLUMN snapshot TEXT"),  # what the job ran (#24)
+    ("held", "ALTER TABLE jobs ADD COLUMN held TEXT"),  # why a held job waits (core/holds.py)
 )
 """Columns added since the first schema: added to an existing store when it is opened."""
 DECODED_ROWS = 4096
@@ -52,7 +53,7 @@ DECODED_ROWS = 4096
 
 _COLUMNS = (
     "id, name, user, orchestrator, cluster, backend_id, state, state_reason, created, started, "
-    "ended, exit_code, ranks, events, spec, data, snapshot"
+    "ended, exit_code, ranks, events, spec, data, snapshot, held"
 )
 
 
@@ -147,7 +148,7 @@ class JobStore:
     def insert(self, job: Job, cluster: str, data: dict[str, Any]) -> None:
         with self._cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job.id,
                     job.name,
@@ -166,6 +167,7 @@ class JobStore:
                     job.spec.model_dump_json(),
                     _dump(data),
                     job.snapshot.model_dump_json() if job.snapshot else None,
+                    job.held,
                 ),
             )
 
@@ -320,6 +322,39 @@ class JobStore:
             return f"{running} job(s) already running"
         return None
 
+    # -- held jobs (core/holds.py) and chains (core/chains.py) ------------------------------
+    def claim_held(self, job_id: str) -> bool:
+        """Clear the hold of a still held PENDING job (one write): True for the one caller,
+        whichever process, that did; it then starts or cancels the job."""
+        with self._cursor() as cursor:
+            cursor.execute(
+                "UPDATE jobs SET held = NULL WHERE id = ? AND state = 'PENDING' "
+                "AND held IS NOT NULL",
+                (job_id,),
+            )
+            return cursor.rowcount == 1
+
+    def set_held(self, job_id: str, reason: str) -> None:
+        """A held job's new reason (also its state_reason, what lists show)."""
+        with self._cursor() as cursor:
+            cursor.execute(
+                "UPDATE jobs SET held = ?, state_reason = ? WHERE id = ? AND held IS NOT NULL",
+                (reason, reason, job_id),
+            )
+
+    def dependents(self, job_ids: Sequence[str], *, user: str) -> list[Job]:
+        """The user's jobs whose spec waits for one of job_ids (`JobSpec.after`), oldest first."""
+        if not job_ids:
+            return []
+        marks = ",".join("?" * len(job_ids))
+        rows = self._rows(
+            f"SELECT DISTINCT {', '.join('jobs.' + c.strip() for c in _COLUMNS.split(','))} "
+            "FROM jobs, json_each(jobs.spec, '$.after') AS after "
+            f"WHERE jobs.user = ? AND after.value IN ({marks}) ORDER BY jobs.created, jobs.id",
+            (user, *job_ids),
+        )
+        return [self._decode(row)[0] for row in rows]
+
     def data_of(self, orchestrator: str) -> list[tuple[str, dict[str, Any]]]:
         """(id, backend data) of every job of one backend kind (to migrate its state model)."""
         with self._cursor() as cursor:
@@ -387,6 +422,7 @@ def _decode(row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
         spec,
         data,
         snapshot,
+        held,
     ) = row
     job = Job(
         id=job_id,
@@ -404,6 +440,7 @@ def _decode(row: tuple[Any, ...]) -> tuple[Job, str, dict[str, Any]]:
         events=json.loads(events),
         spec=JobSpec.model_validate_json(spec),
         snapshot=JobSnapshot.model_validate_json(snapshot) if snapshot else None,
+        held=held,
     )
     return job, cluster, json.loads(data)
 

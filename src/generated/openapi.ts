@@ -2001,6 +2001,223 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/chains': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Submit a chain: links (a template with params, or a spec) that wait for earlier links (after) and use their values ({{key.param}})
+     * @description Each link starts once the links it waits for succeeded (after_any: ended). A cycle, an after that names neither a link nor one of your jobs (400), someone else's job (403) or a link that cannot be built is refused and leaves nothing behind.
+     */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': components['schemas']['ChainRequest'];
+        };
+      };
+      responses: {
+        /** @description The jobs, in chain order */
+        201: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ChainSubmitted'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description The cluster (slurmctld, the Kubernetes API) cannot be reached now, or the file system cannot be written (full, read-only): the message says which */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/jobs/{job_id}/chain': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    /** Every job linked to this one by after, oldest first, and the first that failed */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          job_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The chain */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['JobChain'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description No such job or path */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/jobs/{job_id}/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        job_id: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Run a chain again from this failed (or cancelled) link: a new run of it and of every link that waited on it and did not succeed */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          job_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: {
+        content: {
+          'application/json': components['schemas']['ResumeRequest'];
+        };
+      };
+      responses: {
+        /** @description The new runs, in chain order */
+        201: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ChainSubmitted'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description No such job or path */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description The cluster (slurmctld, the Kubernetes API) cannot be reached now, or the file system cannot be written (full, read-only): the message says which */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2237,6 +2454,87 @@ export interface components {
        * @default false
        */
       aws_connect: boolean;
+    };
+    /**
+     * ChainLink
+     * @description One job of a chain, as the chain view shows it.
+     */
+    ChainLink: {
+      /** Id */
+      id: string;
+      /** Name */
+      name: string;
+      state: components['schemas']['JobState'];
+      /**
+       * State Reason
+       * @default null
+       */
+      state_reason: string | null;
+      /**
+       * Held
+       * @description Why the server still holds it (not started)
+       * @default null
+       */
+      held: string | null;
+      /**
+       * After
+       * @description The job ids it waits for
+       */
+      after: string[];
+      /**
+       * After Any
+       * @default false
+       */
+      after_any: boolean;
+      /** Created */
+      created: number;
+    };
+    /**
+     * ChainLinkRequest
+     * @description One link of a chain: a submit body (a template with params, or a full spec) with a key
+     *     the later links name in `after` and in `{{key.param}}`.
+     */
+    ChainLinkRequest: {
+      /**
+       * Key
+       * @description What later links call this one (default: its name)
+       * @default null
+       */
+      key?: string | null;
+      /**
+       * Job
+       * @description The submit body: {name, template, params, overrides} or a full JobSpec
+       */
+      job: {
+        [key: string]: unknown;
+      };
+      /**
+       * After
+       * @description Keys of earlier links, or ids of existing jobs, this link waits for
+       */
+      after?: string[];
+      /**
+       * After Any
+       * @description Start once they ended, whatever their state
+       * @default false
+       */
+      after_any?: boolean;
+    };
+    /**
+     * ChainRequest
+     * @description `POST jobs/chain`: the links, in any order; each waits for those its `after` names.
+     */
+    ChainRequest: {
+      /** Links */
+      links: components['schemas']['ChainLinkRequest'][];
+    };
+    /**
+     * ChainSubmitted
+     * @description What `POST jobs/chain` and `POST jobs/{id}/resume` started, in chain order.
+     */
+    ChainSubmitted: {
+      /** Jobs */
+      jobs: components['schemas']['Job'][];
     };
     /** ClusterInfo */
     ClusterInfo: {
@@ -3064,6 +3362,12 @@ export interface components {
        */
       snapshot: components['schemas']['JobSnapshot'] | null;
       /**
+       * Held
+       * @description Why the server holds this PENDING job before it starts it on the cluster ('waiting for prepare-1a2b3c (prepare)'); null once started (#24 holds)
+       * @default null
+       */
+      held: string | null;
+      /**
        * Stale Reason
        * @description Set while the orchestrator cannot be asked: why; the state is the last known
        * @default null
@@ -3080,6 +3384,22 @@ export interface components {
        * @description The rank the job failed on first, decided by the server from the ranks' faults, exit codes and end times (core/blame.py); null unless FAILED or none is to blame
        */
       readonly failed_rank: number | null;
+    };
+    /**
+     * JobChain
+     * @description `GET jobs/{id}/chain`: every job linked to this one by `after`, oldest first.
+     */
+    JobChain: {
+      /** Job Id */
+      job_id: string;
+      /** Links */
+      links: components['schemas']['ChainLink'][];
+      /**
+       * Failed
+       * @description The first link that failed, where a resume starts; null when none
+       * @default null
+       */
+      failed: string | null;
     };
     /**
      * JobComparison
@@ -3441,6 +3761,17 @@ export interface components {
        * @description Nodes the job must not run on (Slurm --exclude, Kubernetes nodeAffinity NotIn): a resubmit without a suspect node
        */
       exclude_nodes?: string[];
+      /**
+       * After
+       * @description Job ids this job waits for (a chain, #24): it starts once they succeeded (or ended, with after_any); a failed one cancels it with the reason
+       */
+      after?: string[];
+      /**
+       * After Any
+       * @description With after: start once they ended, whatever their state (Slurm afterany); false: only when every one succeeded (afterok)
+       * @default false
+       */
+      after_any?: boolean;
     };
     /**
      * JobSpec
@@ -3577,6 +3908,17 @@ export interface components {
        * @description Nodes the job must not run on (Slurm --exclude, Kubernetes nodeAffinity NotIn): a resubmit without a suspect node
        */
       exclude_nodes: string[];
+      /**
+       * After
+       * @description Job ids this job waits for (a chain, #24): it starts once they succeeded (or ended, with after_any); a failed one cancels it with the reason
+       */
+      after: string[];
+      /**
+       * After Any
+       * @description With after: start once they ended, whatever their state (Slurm afterany); false: only when every one succeeded (afterok)
+       * @default false
+       */
+      after_any: boolean;
     };
     /**
      * JobState
@@ -4152,6 +4494,18 @@ export interface components {
       /**
        * With Changes
        * @description false: the job's snapshot, exactly what it ran; true: the same spec with the workdir's files as they are now
+       * @default false
+       */
+      with_changes?: boolean;
+    };
+    /**
+     * ResumeRequest
+     * @description `POST jobs/{id}/resume`.
+     */
+    ResumeRequest: {
+      /**
+       * With Changes
+       * @description false: each link's snapshot; true: the workdir's files as they are now
        * @default false
        */
       with_changes?: boolean;
