@@ -26,9 +26,12 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from .core import errors, logprotocol
 from .core.api import Diagnosis, FileText, SubmitBody, request_body
 from .core.byo import AppliedFile
+from .core.chains import ChainSubmitted, JobChain
 from .core.errors import BackendError, BackendUnavailable, Forbidden, HyperPodError, NotFound
 from .core.gpu_models import GpuNodes, JobGpu
 from .core.logprotocol import LogEvent, RankArg
@@ -385,6 +388,21 @@ class HyperPodClient:
         )
 
     def add_event(self, job_id: str, event: str) -> Job:
+    def submit_chain(self, request: Any) -> ChainSubmitted:
+        """Submit a chain (`{"links": [...]}`): every link, each waiting for its `after`."""
+        body = request.model_dump(mode="json") if isinstance(request, BaseModel) else request
+        return ChainSubmitted.model_validate(self.request("POST", "chains", body))
+
+    def chain(self, job_id: str) -> JobChain:
+        """Every job linked to this one by `after`, oldest first."""
+        return JobChain.model_validate(self.request("GET", f"jobs/{_quote(job_id)}/chain"))
+
+    def resume(self, job_id: str, *, with_changes: bool = False) -> ChainSubmitted:
+        """Run a chain again from its failed link: that link and what waited on it."""
+        return ChainSubmitted.model_validate(
+            self.request("POST", f"jobs/{_quote(job_id)}/resume", {"with_changes": with_changes})
+        )
+
         """Add one line to the job's events (who acted on it: an agent via MCP)."""
         return Job.model_validate(
             self.request("POST", f"jobs/{_quote(job_id)}/events", {"event": event})

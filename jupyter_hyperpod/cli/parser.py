@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 from ..core.api import RankArg
 from .apply_verb import add_apply
+from .chain_verb import add_chain
 from .compare_verb import add_compare
 from .exits import EXIT_CODES_HELP, EXIT_USAGE, CommandError, HelpShown
 from .queue_verb import add_queue_parser
@@ -179,6 +180,21 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     )
     advanced.add_argument("--max-retries", type=_positive)
     advanced.add_argument("--healthy-nodes-only", action="store_true", default=None)
+    chained = submit.add_argument_group("chain (wait for other jobs)")
+    chained.add_argument(
+        "--after",
+        action="append",
+        default=[],
+        metavar="ID[,ID]",
+        help="start once these jobs succeeded (repeat or comma-separate); one that fails "
+        "cancels this job with its reason",
+    )
+    chained.add_argument(
+        "--after-any",
+        action="store_true",
+        default=None,
+        help="with --after: start once they ended, whatever their state",
+    )
     after = submit.add_argument_group("after submitting")
     after.add_argument(
         "--dry-run", action="store_true", help="print what would be submitted, submit nothing"
@@ -325,6 +341,7 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     add_apply(verb)
     add_stacks(verb)
     add_compare(verb)
+    add_chain(verb)
 
     mcp = verb(
         "mcp",

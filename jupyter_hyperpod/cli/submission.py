@@ -122,6 +122,11 @@ def _generic(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.env:
         values["env"] = dict(args.env)
+    after = [job_id.strip() for item in getattr(args, "after", []) for job_id in item.split(",")]
+    if any(after):
+        values["after"] = [job_id for job_id in after if job_id]
+    if getattr(args, "after_any", None):
+        values["after_any"] = True
     return values
 
 

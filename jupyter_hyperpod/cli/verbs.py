@@ -26,6 +26,7 @@ from ..render import (
 )
 from ..terminal_text import TerminalText
 from .apply_verb import do_apply
+from .chain_verb import do_chain, do_resume
 from .compare_verb import do_compare, do_diff
 from .exits import (
     EXIT_INTERRUPTED,
@@ -408,6 +409,8 @@ VERBS: dict[str, Verb] = {
     "rerun": do_rerun,
     "diff": do_diff,
     "compare": do_compare,
+    "chain": do_chain,
+    "resume": do_resume,
     "forget": do_forget,
     "files": do_files,
     "templates": do_templates,

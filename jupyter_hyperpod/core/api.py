@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field, ValidationError
 
 from .byo import AppliedFile
+from .chains import ChainSubmitted, JobChain
 from .errors import InvalidRequest, validation_error
 from .gpu_models import GpuNodes, JobGpu
 
@@ -135,6 +136,19 @@ class HyperPodAPI(Protocol):
     def rerun(self, job_id: str, *, with_changes: bool = False) -> Job:
         """Start a job's spec again, as a new job: from its snapshot (what it ran, exactly), or
         `with_changes` from the workdir's files as they are now."""
+        ...
+
+    def submit_chain(self, request: Any) -> ChainSubmitted:
+        """Submit a chain (`{"links": [...]}`, `core/chains.ChainRequest`): every link, each
+        waiting for the links and jobs its `after` names (#24 item 4)."""
+        ...
+
+    def chain(self, job_id: str) -> JobChain:
+        """Every job linked to this one by `after`, oldest first."""
+        ...
+
+    def resume(self, job_id: str, *, with_changes: bool = False) -> ChainSubmitted:
+        """Run a chain again from its failed link: that link and every link that waited on it."""
         ...
 
     def apply(
