@@ -5,10 +5,12 @@ import {
   FileSort,
   IAwsClusterList,
   IAwsConnectRequest,
+  IChainSubmitted,
   IClusterInfo,
   IFileListing,
   IForgottenJob,
   IJob,
+  IJobChain,
   IJobComparison,
   IJobDiff,
   IJobList,
@@ -170,6 +172,18 @@ export class HyperpodClient {
   /** Jobs side by side (2 to MAX_COMPARED): outcome, differing values, final metrics. */
   compare(ids: string[]): Promise<IJobComparison> {
     return this._get('compare' + queryString({ ids: ids.join(',') }));
+  }
+
+  /** Every job linked to this one by `after` (a chain), oldest first. */
+  chain(id: string): Promise<IJobChain> {
+    return this._get(`jobs/${encodeURIComponent(id)}/chain`);
+  }
+
+  /** Run a chain again from its failed link: that link and what waited on it. */
+  resume(id: string, withChanges = false): Promise<IChainSubmitted> {
+    return this._send('POST', `jobs/${encodeURIComponent(id)}/resume`, {
+      with_changes: withChanges
+    });
   }
 
   /** A page of the cluster's queue: every user's jobs (GET queue). */

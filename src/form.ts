@@ -24,10 +24,16 @@ export interface IFormState {
   given?: string[];
   /** Spec fields kept from the job being resubmitted (launcher, workdir, kind...). */
   overrides?: Record<string, unknown>;
+  /** Run after these jobs (a chain, #24): sent as the spec's `after`. */
+  after?: string[];
+  /** With after: start once they ended, whatever their state. */
+  afterAny?: boolean;
 }
 
 /** The field of the job name, next to the template's parameters. */
 export const NAME_FIELD = 'name';
+/** The "Run after" field (the spec's `after`: a chain's jobs it waits for). */
+export const AFTER_FIELD = 'after';
 
 /** The order of the form's sections. */
 export const GROUP_ORDER = ['job', 'resources', 'training', 'advanced'];
@@ -237,6 +243,13 @@ export function toSubmission(
   if (state.overrides && Object.keys(state.overrides).length > 0) {
     submission.overrides = { ...state.overrides };
   }
+  if (state.after && state.after.length > 0) {
+    submission.overrides = {
+      ...submission.overrides,
+      after: [...state.after],
+      after_any: Boolean(state.afterAny)
+    };
+  }
   return submission;
 }
 
@@ -252,8 +265,8 @@ export function fieldForError(
   if (!field) {
     return null;
   }
-  if (field === NAME_FIELD) {
-    return NAME_FIELD;
+  if (field === NAME_FIELD || field === AFTER_FIELD) {
+    return field;
   }
   const names = new Set((template?.params ?? []).map(p => p.name));
   const stripped = field.startsWith('params.')

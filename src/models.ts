@@ -57,6 +57,11 @@ export type IStackDump = Schemas['StackDump'];
 export type IJobProgress = Schemas['JobProgress'];
 export type IForgottenJob = Schemas['ForgottenJob'];
 export type IJobList = Schemas['JobList'];
+/** A chain (#24 item 4): every job linked to one by `after` (`GET jobs/{id}/chain`). */
+export type IJobChain = Schemas['JobChain'];
+export type IChainLink = Schemas['ChainLink'];
+/** What `POST chains` and `POST jobs/{id}/resume` started, in chain order. */
+export type IChainSubmitted = Schemas['ChainSubmitted'];
 export type ILogSnapshot = Schemas['LogSnapshot'];
 export type IMetricPoint = Schemas['MetricPoint'];
 export type IMlflowRunInfo = Schemas['MlflowRunInfo'];

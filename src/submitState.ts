@@ -60,6 +60,8 @@ export type SubmitEvent =
   | { type: 'name'; name: string }
   | { type: 'value'; name: string; value: FieldValue }
   | { type: 'drop-overrides' }
+  /** Run after these jobs (the "Run after" field): ids, and whether any end will do. */
+  | { type: 'after'; after: string[]; afterAny: boolean }
   | { type: 'advanced'; open: boolean }
   /** The client's checks refuse the form: no preview. */
   | { type: 'preview-cleared' }
@@ -158,6 +160,13 @@ export function submitReducer(
     case 'drop-overrides':
       return form
         ? { ...state, form: { ...form, overrides: undefined } }
+        : state;
+    case 'after':
+      return form
+        ? {
+            ...state,
+            form: { ...form, after: event.after, afterAny: event.afterAny }
+          }
         : state;
     case 'advanced':
       return { ...state, advancedOpen: event.open };

@@ -6,3 +6,4 @@ import './queue.css';
 import './watchdog.css';
 import './apply.css';
 import './compare.css';
+import './chain.css';

@@ -46,6 +46,8 @@ export function makeSpec(extra: Partial<IJobSpec> = {}): IJobSpec {
     overrides: {},
     watchdog: null,
     exclude_nodes: [],
+    after: [],
+    after_any: false,
     ...extra
   };
 }
@@ -99,5 +101,6 @@ export function makeJob(extra: Partial<IJob> = {}): IJob {
     failed_rank: null,
     snapshot: null,
     ...extra
+    held: null,
   };
 }

@@ -26,6 +26,8 @@ import { JobGpuChart } from './GpuBars';
 import { gpuApiFor } from '../gpu';
 import { usePoll } from './usePoll';
 import { filesLine, ranLine } from '../snapshot';
+import { afterLine, waitingLine } from '../chains';
+import { ChainView } from './ChainView';
 
 export type JobTab = 'details' | 'logs' | 'metrics';
 
@@ -67,6 +69,8 @@ function Details(props: { job: IJob }): JSX.Element {
   const rows: [string, React.ReactNode][] = [
     ['State', <StateBadge key="s" state={job.state} />],
     ['Reason', job.state_reason],
+    ['Waiting', job.held ? null : waitingLine(job)],
+    ['After', afterLine(job.spec.after ?? [], Boolean(job.spec.after_any))],
     ['Job id', <code key="i">{job.id}</code>],
     [
       'Backend id',
@@ -277,6 +281,15 @@ export function JobView(props: IJobViewProps): JSX.Element {
           )}
         </div>
       )}
+      <ViewBoundary view="Chain">
+        <ChainView
+          client={model.client}
+          job={job}
+          onResumed={jobs => {
+            jobs.forEach(started => model.upsertJob(started));
+          }}
+        />
+      </ViewBoundary>
       <ViewBoundary view="Diagnosis">
         <JobDiagnosis
           client={model.client}

@@ -1,7 +1,7 @@
 import { launchIcon, runIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { NAME_FIELD } from '../form';
+import { AFTER_FIELD, NAME_FIELD } from '../form';
 import { HyperpodModel } from '../model';
 import { IJob } from '../models';
 import { ErrorMessage, IconButton, Loading, useSignal } from './common';
@@ -11,6 +11,7 @@ import {
   ParamGroups,
   TemplateField
 } from './submit/fields';
+import { RunAfterField } from './submit/RunAfterField';
 import { SubmitPreview } from './submit/SubmitPreview';
 import { useSubmitForm } from './submit/useSubmitForm';
 
@@ -30,6 +31,7 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
   useSignal(model.templatesChanged);
   useSignal(model.clusterChanged); // the form: the cluster's fields
   useSignal(model.viewChanged); // the form: a Submit request, the settings
+  useSignal(model.jobsChanged); // the form: the jobs it may run after
   const templates = model.templates;
   const submitForm = useSubmitForm(model, props.onSubmitted);
   const { state, template, dispatch, errorOf, ready } = submitForm;
@@ -92,6 +94,15 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
         <KeptOverrides
           overrides={form.overrides}
           onDrop={() => dispatch({ type: 'drop-overrides' })}
+        />
+        <RunAfterField
+          jobs={model.jobs}
+          after={form.after ?? []}
+          afterAny={Boolean(form.afterAny)}
+          error={errorOf(AFTER_FIELD) ?? undefined}
+          onChange={(after, afterAny) =>
+            dispatch({ type: 'after', after, afterAny })
+          }
         />
         <ParamGroups
           model={model}

@@ -65,6 +65,9 @@ class SlurmOrchestrator(Orchestrator):
 
     kind = "slurm"
     State = SlurmState
+    holds_dependencies = True
+    """A chain's link goes to Slurm at once with `--dependency=afterok:<ids>` (afterany):
+    Slurm holds it (reason Dependency); the server cancels it with the reason when one fails."""
 
     @classmethod
     def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
