@@ -53,6 +53,7 @@ from .core.models import (
     TemplateInfo,
 )
 from .core.queue import QueueLogs, QueuePage
+from .core.wsreader import OPCODE_BINARY, OPCODE_CLOSE, OPCODE_TEXT, FrameReader
 
 URL_ENV = "JUPYTER_HYPERPOD_URL"
 TOKEN_ENVS = ("JUPYTER_HYPERPOD_TOKEN", "JUPYTER_TOKEN")
@@ -575,6 +576,9 @@ class HyperPodClient:
             }
         else:
             query = {"rank": str(rank), "offset": str(positions.get(int(rank), 0))}
+        # Data frames as a header and the log's bytes: no JSON to parse (a server that does not
+        # know the parameter sends text frames, which are read as well).
+        query[logprotocol.FRAMES_QUERY] = "binary"
         return f"{base}jobs/{_quote(job_id)}/logs/stream?{urllib.parse.urlencode(query)}"
 
     def _connect_stream(self, job_id: str, rank: RankArg, positions: Mapping[int, int]) -> Any:
@@ -612,29 +616,35 @@ class HyperPodClient:
         self, ws: Any, positions: dict[int, int], idle_timeout: float, poll: float
     ) -> Generator[LogEvent, None, _StreamEnd]:
         """Yields events (not `error`: its message goes with the close); says how it ended."""
-        import websocket
-
         ws.settimeout(poll)
+        reader = FrameReader(ws.sock, ws.pong)  # large reads: websocket-client's are 16 KiB
         last_frame = time.monotonic()
         end = _StreamEnd()
         while True:
             try:
-                opcode, frame = ws.recv_data_frame(True)
-            except websocket.WebSocketTimeoutException:
+                got = reader.read()
+            except OSError:  # reset, or not a server's frame
+                return end
+            if got is None:
                 if time.monotonic() - last_frame > idle_timeout:
                     return end
                 continue
-            except (websocket.WebSocketConnectionClosedException, OSError):
-                return end
             last_frame = time.monotonic()
-            if opcode == websocket.ABNF.OPCODE_CLOSE:
-                end.code, reason = _close_info(frame.data)
+            opcode, payload = got
+            if opcode == OPCODE_CLOSE:
+                end.code, reason = _close_info(payload)
                 end.ended = end.code == CLOSE_JOB_ENDED
                 end.message = end.message or reason or None
                 return end
-            if opcode != websocket.ABNF.OPCODE_TEXT:
+            if opcode == OPCODE_BINARY:
+                decoded = LogEvent.from_binary(payload)
+                if decoded is None:  # a kind of binary frame this client does not know
+                    continue
+                event = decoded
+            elif opcode == OPCODE_TEXT:
+                event = LogEvent.from_frame(json.loads(payload.decode("utf-8")))
+            else:
                 continue
-            event = LogEvent.from_frame(json.loads(frame.data.decode("utf-8")))
             if event.type == "error":
                 end.message, end.field = event.reason, event.field
                 continue

@@ -20,13 +20,22 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 from .core.api import RerunRequest, connect_request
 from .core.errors import HyperPodError, InvalidRequest, NotFound, validation_error
 from .core.inputs import parse_json_body, query_int
-from .core.logprotocol import CLOSE_JOB_ENDED, Follow, LogEvent, close_for, follow_async
+from .core.logprotocol import (
+    CLOSE_JOB_ENDED,
+    FRAMES_QUERY,
+    Follow,
+    LogEvent,
+    close_for,
+    follow_async,
+    parse_frames,
+)
 from .core.models import JobState, Node
 from .core.partition import ANSWERED_ERRNOS, os_error
 from .core.service import HyperPodService
 from .metrics import with_ui_url
 from .openapi import openapi_document
 from .server_compat import ws_authenticated
+from .wswrite import write_binary
 
 T = TypeVar("T")
 AUTH_RESOURCE = "hyperpod"
@@ -440,7 +449,8 @@ class LogStreamHandler(
     `data`, `heartbeat`, then `end` (close 1000) or `error` (then its close code).
 
     Query: `rank` (a number, or `all`), `offset` (bytes already received for that rank) or
-    `offsets=0:123,1:456` with rank=all. The server waits while the job is pending.
+    `offsets=0:123,1:456` with rank=all; `frames=binary` sends each data frame as a binary
+    message (`LogEvent.to_binary`). The server waits while the job is pending.
     """
 
     auth_resource = AUTH_RESOURCE
@@ -504,6 +514,7 @@ class LogStreamHandler(
             self.close(close.code, message.encode()[:120].decode("utf-8", "ignore"))
 
     async def _stream(self, job_id: str) -> None:
+        binary = parse_frames(self.get_argument(FRAMES_QUERY, "text")) == "binary"
         follow = await self.run_in(
             "logs",
             Follow.for_request,
@@ -521,7 +532,10 @@ class LogStreamHandler(
         sending: Awaitable[None] | None = None
         async with aclosing(events):
             async for event in events:
-                written = self.write_message(event.to_json())  # UTF-8 JSON text: a text frame
+                if binary and event.type == "data":
+                    written = write_binary(self, event.binary_parts())
+                else:
+                    written = self.write_message(event.to_json())  # UTF-8 JSON: a text frame
                 if sending is not None:
                     await sending
                 sending = written

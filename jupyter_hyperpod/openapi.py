@@ -472,6 +472,9 @@ def _paths() -> dict[str, Any]:
                     "(reason 'job <STATE>'), 1001 going away, 1011 server error (retry a few times), "
                     "4000 bad request, 4003 forbidden, 4004 no such job, 4009 job of another "
                     "cluster, 4503 cluster unreachable (retry)."
+                    "With frames=binary each data frame is a binary message instead: a 13-byte "
+                    "big-endian header (kind uint8 = 1, rank uint32, offset uint64 after the "
+                    "chunk), then the log's bytes (UTF-8; docs/log-protocol.json, binary_data). "
                 ),
                 "parameters": [
                     _query("rank", {"type": "string", "default": "0"}, "Rank number or 'all'"),
@@ -485,6 +488,11 @@ def _paths() -> dict[str, Any]:
                 "responses": {"101": {"description": "Switching protocols"}, **_errors()},
             },
         },
+                    _query(
+                        "frames",
+                        {"type": "string", "enum": ["text", "binary"], "default": "text"},
+                        "How data frames travel: JSON text, or binary (a header and the bytes)",
+                    ),
         "/feed": {
             "get": {
                 "summary": "WebSocket: the job changes the tracker sees, pushed",

@@ -225,7 +225,9 @@ export class HyperpodClient {
       ? settings.wsUrl
       : settings.wsUrl + '/';
     const params: Record<string, string | number | undefined> = {
-      rank: String(rank)
+      rank: String(rank),
+      // Data frames as binary messages: the log's bytes, no JSON to parse (src/logstream.ts).
+      frames: 'binary'
     };
     if (rank === 'all') {
       if (offsets.size > 0) {

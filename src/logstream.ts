@@ -17,7 +17,10 @@ export interface IStreamStatus {
   retryIn?: number;
 }
 
-/** The frames the server sends (JSON text frames). */
+/**
+ * The frames the server sends: JSON text frames, and with `frames=binary` in the URL each data
+ * frame as a binary message (`BINARY_DATA`: a header, then the log's bytes).
+ */
 export type LogFrame =
   | { type: 'status'; state: JobState; reason?: string | null }
   | { type: 'data'; rank: number; offset: number; data: string }
@@ -33,6 +36,8 @@ export type LogFrame =
 
 /** The subset of the WebSocket API the stream uses (tests give a fake). */
 export interface ISocketLike {
+  /** 'arraybuffer': binary messages arrive whole, not as Blobs to read later. */
+  binaryType?: string;
   onopen: ((event: any) => void) | null;
   onmessage: ((event: { data: any }) => void) | null;
   onclose: ((event: { code: number; reason: string }) => void) | null;
@@ -100,6 +105,35 @@ export const CLOSE_CODES: Record<number, ICloseCode> = {
     message: 'The cluster cannot be reached right now.'
   }
 };
+
+/**
+ * A binary data frame's header (big-endian): kind (uint8, 1 for data), rank (uint32), offset
+ * after the chunk (uint64). A copy of the server's layout (docs/log-protocol.json,
+ * `binary_data`), checked by the tests.
+ */
+export const BINARY_DATA = { kind: 1, headerBytes: 13 };
+
+/** A binary data frame as the data frame it carries (null: a kind this client does not know). */
+export function decodeBinaryFrame(
+  buffer: ArrayBuffer,
+  decoder: TextDecoder = new TextDecoder()
+): { type: 'data'; rank: number; offset: number; data: string } | null {
+  if (buffer.byteLength < BINARY_DATA.headerBytes) {
+    return null;
+  }
+  const view = new DataView(buffer);
+  if (view.getUint8(0) !== BINARY_DATA.kind) {
+    return null;
+  }
+  const offset = view.getUint32(5) * 2 ** 32 + view.getUint32(9);
+  return {
+    type: 'data',
+    rank: view.getUint32(1),
+    offset,
+    // Invalid UTF-8 becomes U+FFFD, as the server's text frame has it.
+    data: decoder.decode(new Uint8Array(buffer, BINARY_DATA.headerBytes))
+  };
+}
 
 export class LogStream {
   constructor(options: ILogStreamOptions) {
@@ -178,6 +212,7 @@ export class LogStream {
       return;
     }
     this._socket = socket;
+    socket.binaryType = 'arraybuffer';
     socket.onopen = () => {
       if (socket !== this._socket) {
         return;
@@ -208,10 +243,18 @@ export class LogStream {
 
   private _handleFrame(raw: unknown): void {
     let frame: LogFrame;
-    try {
-      frame = JSON.parse(String(raw));
-    } catch (error) {
-      return;
+    if (raw instanceof ArrayBuffer) {
+      const data = decodeBinaryFrame(raw, this._decoder);
+      if (data === null) {
+        return;
+      }
+      frame = data;
+    } else {
+      try {
+        frame = JSON.parse(String(raw));
+      } catch (error) {
+        return;
+      }
     }
     switch (frame.type) {
       case 'data': {
@@ -357,6 +400,7 @@ export class LogStream {
   }
 
   private _options: ILogStreamOptions;
+  private _decoder = new TextDecoder();
   private _socket: ISocketLike | null = null;
   private _status: IStreamStatus = { phase: 'connecting', message: '' };
   private _delay: number;

@@ -183,3 +183,142 @@ async def test_the_python_client_stops_at_a_refusal_with_the_whole_message(
         await loop.run_in_executor(None, follow)
     assert refused.value.field == "offset" and "between 0 and" in refused.value.message
     assert time.monotonic() - started < 5, "a refusal is not retried"
+
+
+# -- binary data frames (frames=binary) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["plain line\n", "every control: " + "".join(map(chr, range(0x20))), "é 中 😀 \ufffd", ""],
+)
+def test_a_binary_data_frame_is_the_table_header_and_the_bytes(text: str) -> None:
+    """The binary frame is the header docs/log-protocol.json describes, then the log's bytes;
+    read back it is the same event as its text frame's."""
+    layout = logprotocol.table()["binary_data"]
+    event = logprotocol.LogEvent(type="data", rank=7, offset=2**40 + 3, data=text)
+    frame = event.to_binary()
+    size = layout["header_bytes"]
+    assert frame[size:] == text.encode()
+    assert frame[0] == layout["fields"][0]["value"] == logprotocol.BINARY_DATA
+    assert int.from_bytes(frame[1:5], "big") == 7
+    assert int.from_bytes(frame[5:13], "big") == 2**40 + 3
+    back = logprotocol.LogEvent.from_binary(frame)
+    assert back is not None and back.to_frame() == json.loads(event.to_json())
+    assert b"".join(event.binary_parts()) == frame
+
+
+def test_a_binary_frame_of_invalid_utf8_reads_as_its_text_frame() -> None:
+    """Invalid bytes (a log cut by a crash) read as U+FFFD, as the server's text frame has them."""
+    raw = b"ok \xff\xfe broken \xe4\xb8"
+    header = logprotocol.BINARY_HEADER.pack(logprotocol.BINARY_DATA, 0, len(raw))
+    back = logprotocol.LogEvent.from_binary(header + raw)
+    assert back is not None and back.data == raw.decode("utf-8", "replace") and back.raw is None
+    # A kind this client does not know, or a frame shorter than the header: skipped.
+    assert logprotocol.LogEvent.from_binary(b"\x09" + header[1:] + raw) is None
+    assert logprotocol.LogEvent.from_binary(b"\x01\x00") is None
+    with pytest.raises(ValueError):
+        logprotocol.LogEvent(type="heartbeat", time=1.0).to_binary()
+
+
+def test_the_frame_reader_reads_what_a_server_sends() -> None:
+    """Frames of 7-bit, 16-bit and 64-bit lengths, a fragmented message, a ping (answered), a
+    close; a timeout in the middle of a frame keeps what arrived."""
+    import socket
+
+    from jupyter_hyperpod.core import wsreader
+    from jupyter_hyperpod.wswrite import frame_header
+
+    server, client_side = socket.socketpair()
+    pongs: list[bytes] = []
+    reader = wsreader.FrameReader(client_side, pongs.append)
+    big = b"x" * 70_000
+    server.sendall(frame_header(5) + b"hello")
+    server.sendall(frame_header(300) + b"y" * 300)
+    server.sendall(frame_header(len(big)) + big)
+    server.sendall(bytes([0x01, 3]) + b"abc" + bytes([0x89, 2]) + b"pi" + bytes([0x80, 3]) + b"def")
+    assert reader.read() == (wsreader.OPCODE_BINARY, b"hello")
+    assert reader.read() == (wsreader.OPCODE_BINARY, b"y" * 300)
+    assert reader.read() == (wsreader.OPCODE_BINARY, big)
+    assert reader.read() == (wsreader.OPCODE_TEXT, b"abcdef") and pongs == [b"pi"]
+    client_side.settimeout(0.05)
+    server.sendall(frame_header(10) + b"half")
+    assert reader.read() is None  # timed out mid-frame
+    server.sendall(b"-whole")
+    assert reader.read() == (wsreader.OPCODE_BINARY, b"half-whole")
+    server.sendall(bytes([0x88, 2]) + (1000).to_bytes(2, "big"))
+    assert reader.read() == (wsreader.OPCODE_CLOSE, (1000).to_bytes(2, "big"))
+    server.sendall(bytes([0x82, 0x81]) + b"mask" + b"z")
+    with pytest.raises(wsreader.FrameError):
+        reader.read()
+    server.close()
+    with pytest.raises(ConnectionResetError):  # the server went away
+        wsreader.FrameReader(client_side, pongs.append).read()
+    client_side.close()
+
+
+async def test_binary_frames_carry_what_text_frames_carry(api: Api, partition: Path) -> None:
+    """frames=binary: the same text and offsets as the JSON frames, of one rank and of rank=all;
+    other frames stay JSON text; an unknown encoding closes with 4000 naming the field."""
+    (partition / "mixed.py").write_text(
+        "import sys\n"
+        "for i in range(3000):\n"
+        "    print(f'line {i} é 中 \\x1b[31m\"q\"\\\\ \\t', flush=i % 500 == 0)\n"
+        "sys.stdout.buffer.write(b'cut \\xff\\xfe end\\n')\n"
+    )
+    job = await api.submit({"name": "binary", "command": ["mixed.py"]})
+    await api.wait_for(job["id"], {"SUCCEEDED"})
+
+    async def binary_follow(**params: Any) -> tuple[list[Any], Any]:
+        ws = await api._ws_fetch(
+            "hyperpod",
+            "api",
+            "jobs",
+            job["id"],
+            "logs",
+            "stream",
+            params={"frames": "binary", **{k: str(v) for k, v in params.items()}},
+        )
+        messages = []
+        while (message := await asyncio.wait_for(ws.read_message(), 30)) is not None:
+            messages.append(message)
+        return messages, ws
+
+    for params in ({}, {"rank": "all"}, {"offset": 1000}):
+        text_frames, _ = await api.follow(job["id"], **params)
+        messages, ws = await binary_follow(**params)
+        assert ws.close_code == 1000
+        assert any(isinstance(m, bytes) for m in messages), "data frames are binary"
+        frames = []
+        for message in messages:
+            if isinstance(message, bytes):
+                event = logprotocol.LogEvent.from_binary(message)
+                assert event is not None
+                frames.append(event.to_frame())
+            else:
+                frames.append(json.loads(message))
+                assert frames[-1]["type"] != "data"
+        assert frames == text_frames, params
+    messages, ws = await binary_follow(frames="json")
+    assert ws.close_code == 4000
+    assert json.loads(messages[0])["field"] == "frames"
+
+
+async def test_the_python_client_follows_binary_frames(
+    jp_serverapp: Any, jp_fetch: Any, partition: Path
+) -> None:
+    """The client asks for binary frames and yields the same events as the text stream has."""
+    from jupyter_hyperpod.client import HyperPodClient
+
+    (partition / "lines.py").write_text("for i in range(20000):\n    print(f'line {i} é')\n")
+    api_client = HyperPodClient(jp_serverapp.connection_url, jp_serverapp.identity_provider.token)
+    loop = asyncio.get_running_loop()
+    job = await loop.run_in_executor(
+        None, lambda: api_client.submit(name="b", command=["lines.py"])
+    )
+    assert "frames=binary" in api_client._stream_url(job.id, 0, {0: 0})
+    events = await loop.run_in_executor(None, lambda: list(api_client.follow(job.id)))
+    data = [e for e in events if e.type == "data"]
+    text = "".join(e.data for e in data)
+    assert text == "".join(f"line {i} é\n" for i in range(20000))
+    assert data[-1].offset == len(text.encode()) and events[-1].type == "end"

@@ -30,7 +30,11 @@ from pathlib import Path
 import websocket  # websocket-client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from common import free_port, median, percentile, timed
+
+from jupyter_hyperpod.core.logprotocol import BINARY_HEADER
+from jupyter_hyperpod.core.wsreader import OPCODE_BINARY, OPCODE_CLOSE, FrameReader
 
 TOKEN = "bench-token"
 
@@ -186,9 +190,12 @@ def bench_tail(server: Server, gigabytes: float) -> list[tuple[str, float]]:
 THROUGHPUT_LINE = "line {:09d} of the throughput phase\n"
 
 
-def bench_follow(server: Server, lines: int, samples: int) -> tuple[list[tuple[str, float]], dict]:
+def bench_follow(
+    server: Server, lines: int, samples: int, frames: str = "binary"
+) -> tuple[list[tuple[str, float]], dict]:
     """A backlog of `lines` lines delivered over the WebSocket vs read from the file, then
     `samples` timestamped lines written live (every 10 ms) for the write-to-client latency.
+    `frames=binary` (the default): data frames as a header and the log's bytes; `text`: JSON.
 
     The client counts lines as the direct reader does (in C: `str.count`), so that the figure is
     the server's, not a Python loop's over each line."""
@@ -214,31 +221,41 @@ def bench_follow(server: Server, lines: int, samples: int) -> tuple[list[tuple[s
     deadline = time.monotonic() + 60
     while (not log.exists() or log.stat().st_size < backlog) and time.monotonic() < deadline:
         time.sleep(0.02)
-    url = f"ws://127.0.0.1:{server.port}/hyperpod/api/jobs/{job['id']}/logs/stream?token={TOKEN}"
+    url = (
+        f"ws://127.0.0.1:{server.port}/hyperpod/api/jobs/{job['id']}/logs/stream?token={TOKEN}"
+        f"&frames={frames}"
+    )
     start = time.perf_counter()
     ws = websocket.create_connection(url, timeout=120, skip_utf8_validation=True)
+    assert ws.sock is not None
+    reader = FrameReader(ws.sock, ws.pong)  # the Python client's reads (large, not 16 KiB)
     received = 0
     last = None
     latencies = []
     while True:
-        message = ws.recv()
-        if not message:
+        got = reader.read()
+        if got is None or got[0] == OPCODE_CLOSE:
             break
-        frame = json.loads(message)
-        if frame["type"] == "end":
-            break
-        if frame["type"] != "data":
-            continue
-        data = frame["data"]
-        if "latency " in data:
+        message: bytes | str = got[1] if got[0] == OPCODE_BINARY else got[1].decode()
+        start_at = 0
+        if isinstance(message, bytes):  # frames=binary: a data frame's header and its bytes
+            data, start_at = message, BINARY_HEADER.size
+        else:
+            frame = json.loads(message)
+            if frame["type"] == "end":
+                break
+            if frame["type"] != "data":
+                continue
+            data = frame["data"].encode()
+        if received >= lines:  # the backlog is in: what follows are the timestamped lines
             now = time.time()
             latencies += [
                 now - float(text.split()[1])
-                for text in data.splitlines()
-                if text.startswith("latency ")
+                for text in data[start_at:].splitlines()
+                if text.startswith(b"latency ")
             ]
             continue
-        received += data.count("\n")
+        received += data.count(b"\n", start_at)  # as the direct reader counts them
         if received >= lines and last is None:
             last = time.perf_counter()
     ws.close()
@@ -253,7 +270,7 @@ def bench_follow(server: Server, lines: int, samples: int) -> tuple[list[tuple[s
                 offset += len(data)
 
     direct = timed(read_file_directly, 5)
-    server_side = timed(lambda: frame_in_process(log, lines), 3)
+    server_side = timed(lambda: frame_in_process(log, lines, frames), 3)
     api_seconds = (last or time.perf_counter()) - start
     rows = [
         (
@@ -263,7 +280,7 @@ def bench_follow(server: Server, lines: int, samples: int) -> tuple[list[tuple[s
         ),
         (f"Reading the file directly: {lines / direct:,.0f} lines/s", direct),
         (
-            f"The server's side in process (read + frames' JSON): {lines / server_side:,.0f} "
+            f"The server's side in process (read + frames, {frames}): {lines / server_side:,.0f} "
             "lines/s",
             server_side,
         ),
@@ -285,10 +302,10 @@ def bench_follow(server: Server, lines: int, samples: int) -> tuple[list[tuple[s
     return rows, figures
 
 
-def frame_in_process(log: Path, lines: int) -> None:
+def frame_in_process(log: Path, lines: int, frames: str = "binary") -> None:
     """What the server does for a follower of this backlog, without the network or a client:
-    the follow loop's reads and each frame's JSON text, as the WebSocket handler sends it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    the follow loop's reads and each frame's bytes (binary, or JSON text), as the handler sends
+    them."""
     from jupyter_hyperpod.core.backend import FileLogReader
     from jupyter_hyperpod.core.logprotocol import Follow
     from jupyter_hyperpod.core.models import JobState
@@ -310,8 +327,7 @@ def frame_in_process(log: Path, lines: int) -> None:
         while sent < lines:
             for event in follow.step().events:
                 if event.type == "data":
-                    to_json = getattr(event, "to_json", None)  # the code before: json.dumps
-                    frame = to_json() if to_json else json.dumps(event.to_frame()).encode()
+                    frame = event.to_binary() if frames == "binary" else event.to_json()
                     sent += event.data.count("\n") if frame else 0
     finally:
         follow.close()
@@ -345,6 +361,12 @@ def main() -> None:
     parser.add_argument("--follow-lines", type=int, default=2_000_000)
     parser.add_argument("--latency-samples", type=int, default=300)
     parser.add_argument("--only", default="listing,tail,follow")
+    parser.add_argument(
+        "--frames",
+        choices=("binary", "text"),
+        default="binary",
+        help="how the follow's data frames travel: binary (header + bytes) or JSON text",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     work = Path(tempfile.mkdtemp(prefix="hyperpod-bench-"))
@@ -359,7 +381,9 @@ def main() -> None:
         if "tail" in only:
             rows += bench_tail(server, args.log_gb)
         if "follow" in only:
-            follow_rows, follow = bench_follow(server, args.follow_lines, args.latency_samples)
+            follow_rows, follow = bench_follow(
+                server, args.follow_lines, args.latency_samples, args.frames
+            )
             rows += follow_rows
             rows.append(
                 ("Direct file polling latency (1 ms poll)", poll_latency(work / "latency.log"))
@@ -380,7 +404,7 @@ def main() -> None:
     if follow:
         share = follow["api"] / follow["direct"]
         print(
-            f"follow ratio WebSocket/direct read = {share:.1%} (goal >= 25%: "
+            f"follow ratio WebSocket/direct read, frames={args.frames}: {share:.1%} (goal >= 25%: "
             f"{'met' if share >= 0.25 else 'NOT met'})"
         )
         print(

@@ -2,14 +2,20 @@
 
 A followed log is a stream of `LogEvent` frames (`status`, `data`, `heartbeat`, `end`, `error`),
 JSON text on the WebSocket (`LogEvent.to_json`), then a close code from `CLOSE_CODES` that says
-whether a client should reconnect. The follow loop that produces the frames is
-`core/logprotocol.py`; `table()` is the close-code table as data (docs/log-protocol.json).
+whether a client should reconnect. A client that asks for `frames=binary` gets each data frame
+as a binary WebSocket message instead (`LogEvent.to_binary`): a 13-byte header (`BINARY_HEADER`:
+kind 1, rank, offset after the chunk; big-endian) and the log's bytes as they were read, so that
+neither side escapes or parses a megabyte of JSON. Every other frame stays JSON text, and a
+client that does not ask gets only text frames. The follow loop that produces the frames is
+`core/logprotocol.py`; `table()` is the close-code table and the binary layout as data
+(docs/log-protocol.json).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import struct
 from dataclasses import asdict, dataclass
 from dataclasses import field as dataclass_field
 from typing import Any, Literal
@@ -90,9 +96,22 @@ def close_for(error: BaseException) -> CloseCode:
 
 
 def table() -> dict[str, Any]:
-    """The close codes and frame types as data (docs/log-protocol.json)."""
+    """The close codes, frame types and the binary data frame's layout as data
+    (docs/log-protocol.json)."""
     return {
         "frames": list(FRAME_TYPES),
+        "encodings": list(FRAME_ENCODINGS),
+        "binary_data": {
+            "query": f"{FRAMES_QUERY}=binary",
+            "byte_order": "big",
+            "header_bytes": BINARY_HEADER.size,
+            "fields": [
+                {"name": "kind", "type": "uint8", "value": BINARY_DATA},
+                {"name": "rank", "type": "uint32"},
+                {"name": "offset", "type": "uint64"},
+            ],
+            "payload": "the rank's log bytes, UTF-8 (decode invalid bytes as U+FFFD)",
+        },
         "close_codes": [
             {key: value for key, value in asdict(close).items() if value is not None}
             for close in CLOSE_CODES
@@ -104,6 +123,13 @@ def table() -> dict[str, Any]:
 
 FRAME_TYPES = ("status", "data", "heartbeat", "end", "error")
 FrameType = Literal["status", "data", "heartbeat", "end", "error"]
+FRAMES_QUERY = "frames"
+"""The stream's query parameter that picks how data frames travel (`FRAME_ENCODINGS`)."""
+FRAME_ENCODINGS = ("text", "binary")
+FrameEncoding = Literal["text", "binary"]
+BINARY_HEADER = struct.Struct(">BIQ")
+"""A binary data frame's header: kind (`BINARY_DATA`), rank, offset after the chunk."""
+BINARY_DATA = 1
 
 
 @dataclass(frozen=True)
@@ -145,6 +171,36 @@ class LogEvent:
             except UnicodeEncodeError:  # a lone surrogate: JSON's own escape for it
                 return json.dumps(self.to_frame()).encode()
         return b"".join((head, json_string(text), b'"}'))
+
+    def to_binary(self) -> bytes:
+        """A data frame as a binary WebSocket message: `BINARY_HEADER`, then the bytes read
+        (with `frames=binary`; every other frame is `to_json`)."""
+        return b"".join(self.binary_parts())
+
+    def binary_parts(self) -> tuple[bytes, bytes]:
+        """`to_binary` as its header and its payload, for a writer that sends the two without
+        joining them (a megabyte copied less)."""
+        if self.type != "data":
+            raise ValueError(f"only data frames are binary, not {self.type}")
+        payload = self.raw
+        if payload is None:
+            payload = self.data.encode("utf-8", "replace")
+        return BINARY_HEADER.pack(BINARY_DATA, self.rank or 0, self.offset or 0), payload
+
+    @classmethod
+    def from_binary(cls, message: bytes) -> LogEvent | None:
+        """A binary data frame back as its event (None: a kind this client does not know)."""
+        if len(message) < BINARY_HEADER.size:
+            return None
+        kind, rank, offset = BINARY_HEADER.unpack_from(message)
+        if kind != BINARY_DATA:
+            return None
+        payload: bytes | None = message[BINARY_HEADER.size :]
+        try:
+            text = payload.decode("utf-8")  # type: ignore[union-attr]
+        except UnicodeDecodeError:  # as a text frame would have carried it
+            text, payload = message[BINARY_HEADER.size :].decode("utf-8", "replace"), None
+        return cls(type="data", rank=rank, offset=offset, data=text, raw=payload)
 
     def to_frame(self) -> dict[str, Any]:
         state = self.state.value if self.state else None

@@ -1,9 +1,10 @@
 """The log-follow protocol: its frames, its close codes and the one follow loop.
 
 Every way of following a job's log uses this module: the WebSocket handler (`handlers.py`, frames
-as JSON text, then a close code), the in-process follow of the CLI and the magics (the same frames
-as `LogEvent`s) and the REST client (`client.py`, which reads the frames and the close codes back).
-The panel (`src/logstream.ts`) keeps a copy of the close-code table; `docs/log-protocol.json` is
+as JSON text, with `frames=binary` the data frames as binary messages, then a close code), the
+in-process follow of the CLI and the magics (the same frames as `LogEvent`s) and the REST client
+(`client.py`, which reads the frames and the close codes back). The panel (`src/logstream.ts`)
+keeps a copy of the close-code table and of the binary header; `docs/log-protocol.json` is
 the table as data (`python -m jupyter_hyperpod.core.logprotocol > docs/log-protocol.json`) and the
 tests of both clients check their copies against it.
 
@@ -31,12 +32,17 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from .errors import InvalidRequest
 from .logframes import (
+    BINARY_DATA,
+    BINARY_HEADER,
     BY_CODE,
     CLOSE,
     CLOSE_CODES,
     CLOSE_JOB_ENDED,
+    FRAME_ENCODINGS,
     FRAME_TYPES,
+    FRAMES_QUERY,
     CloseCode,
+    FrameEncoding,
     FrameType,
     LogEvent,
     close_for,
@@ -46,13 +52,18 @@ from .logframes import (
 from .models import JobState
 
 __all__ = [
+    "BINARY_DATA",
+    "BINARY_HEADER",
     "BY_CODE",
     "CLOSE",
     "CLOSE_CODES",
     "CLOSE_JOB_ENDED",
+    "FRAMES_QUERY",
+    "FRAME_ENCODINGS",
     "FRAME_TYPES",
     "CloseCode",
     "Follow",
+    "FrameEncoding",
     "FrameType",
     "LogEvent",
     "RankArg",
@@ -62,6 +73,7 @@ __all__ = [
     "follow_async",
     "follow_events",
     "json_string",
+    "parse_frames",
     "parse_offset",
     "parse_offsets",
     "settle",
@@ -108,6 +120,18 @@ def parse_offset(text: str, field: str = "offset") -> int:
     if not 0 <= value <= MAX_OFFSET:
         raise InvalidRequest(f"{field} must be between 0 and {MAX_OFFSET}", field=field)
     return value
+
+
+def parse_frames(text: str) -> FrameEncoding:
+    """`frames=text` (the default) or `frames=binary` (data frames as binary messages)."""
+    if text in ("", "text"):
+        return "text"
+    if text == "binary":
+        return "binary"
+    raise InvalidRequest(
+        f"{FRAMES_QUERY} must be one of {', '.join(FRAME_ENCODINGS)}, not '{text}'",
+        field=FRAMES_QUERY,
+    )
 
 
 def parse_offsets(text: str, ranks: list[int]) -> dict[int, int]:

@@ -318,7 +318,7 @@ describe('HyperpodClient', () => {
   it('builds the log WebSocket URL with the offset and the token', () => {
     const { client } = clientWith(() => ({ status: 200 }));
     expect(client.logStreamUrl('j1', 0, new Map([[0, 1234]]))).toBe(
-      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=0&offset=1234&token=secret'
+      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=0&frames=binary&offset=1234&token=secret'
     );
     expect(
       client.logStreamUrl(
@@ -330,7 +330,7 @@ describe('HyperpodClient', () => {
         ])
       )
     ).toBe(
-      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=all&offsets=0%3A7%2C1%3A5&token=secret'
+      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=all&frames=binary&offsets=0%3A7%2C1%3A5&token=secret'
     );
   });
 
@@ -338,7 +338,7 @@ describe('HyperpodClient', () => {
     const { client } = clientWith(() => ({ status: 200 }), 'secret', false);
     const url = client.logStreamUrl('j1', 0, new Map([[0, 5]]));
     expect(url).toBe(
-      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=0&offset=5'
+      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=0&frames=binary&offset=5'
     );
     expect(url).not.toContain('secret');
   });
@@ -346,7 +346,7 @@ describe('HyperpodClient', () => {
   it('leaves the token out when there is none', () => {
     const { client } = clientWith(() => ({ status: 200 }), '');
     expect(client.logStreamUrl('j1', 1, new Map())).toBe(
-      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=1&offset=0'
+      'ws://localhost:8888/lab-base/hyperpod/api/jobs/j1/logs/stream?rank=1&frames=binary&offset=0'
     );
   });
 });

@@ -55,6 +55,7 @@ export function makeSpec(extra: Partial<IJobSpec> = {}): IJobSpec {
 /** A socket the test drives: open it, send frames, close it with a code (1006: dropped). */
 export class FakeSocket implements ISocketLike {
   constructor(readonly url: string) {}
+  binaryType = 'blob';
   onopen: ((event: any) => void) | null = null;
   onmessage: ((event: { data: any }) => void) | null = null;
   onclose: ((event: { code: number; reason: string }) => void) | null = null;

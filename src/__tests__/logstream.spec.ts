@@ -1,4 +1,10 @@
-import { CLOSE_CODES, IStreamStatus, LogStream } from '../logstream';
+import {
+  BINARY_DATA,
+  CLOSE_CODES,
+  decodeBinaryFrame,
+  IStreamStatus,
+  LogStream
+} from '../logstream';
 import { FakeSocket } from './fixtures';
 
 // The server's table (docs/log-protocol.json, written from jupyter_hyperpod/core/logprotocol.py).
@@ -240,5 +246,57 @@ describe('LogStream', () => {
     jest.advanceTimersByTime(60000);
     expect(sockets).toHaveLength(1);
     expect(stream.isDisposed).toBe(true);
+  });
+});
+
+describe('binary data frames (frames=binary)', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  function binaryFrame(rank: number, offset: number, bytes: Uint8Array) {
+    const buffer = new ArrayBuffer(13 + bytes.length);
+    const view = new DataView(buffer);
+    view.setUint8(0, 1);
+    view.setUint32(1, rank);
+    view.setUint32(5, Math.floor(offset / 2 ** 32));
+    view.setUint32(9, offset % 2 ** 32);
+    new Uint8Array(buffer, 13).set(bytes);
+    return buffer;
+  }
+
+  it('keeps the header layout of the server', () => {
+    const layout = protocol.binary_data;
+    expect(layout.header_bytes).toBe(BINARY_DATA.headerBytes);
+    expect(layout.byte_order).toBe('big');
+    expect(layout.fields.map((f: any) => [f.name, f.type])).toEqual([
+      ['kind', 'uint8'],
+      ['rank', 'uint32'],
+      ['offset', 'uint64']
+    ]);
+    expect(layout.fields[0].value).toBe(BINARY_DATA.kind);
+  });
+
+  it('reads binary data frames as it reads text ones, skipping resends', () => {
+    const { stream, sockets, text } = setup();
+    stream.start();
+    expect(sockets[0].binaryType).toBe('arraybuffer');
+    sockets[0].open();
+    sockets[0].send({ type: 'status', state: 'RUNNING' });
+    const utf8 = new TextEncoder().encode('é 中\n');
+    const far = 2 ** 40 + 7;
+    sockets[0].onmessage?.({ data: binaryFrame(2, far, utf8) });
+    sockets[0].onmessage?.({ data: binaryFrame(2, far, utf8) });
+    sockets[0].onmessage?.({
+      data: binaryFrame(2, far + 3, new Uint8Array([0x6f, 0xff, 0x0a]))
+    });
+    expect(text).toEqual(['2:é 中\n', '2:o\ufffd\n']);
+    expect(stream.offsets.get(2)).toBe(far + 3);
+  });
+
+  it('skips a binary frame of a kind it does not know', () => {
+    const frame = binaryFrame(0, 5, new Uint8Array([0x61]));
+    new DataView(frame).setUint8(0, 9);
+    expect(decodeBinaryFrame(frame)).toBeNull();
+    expect(decodeBinaryFrame(new ArrayBuffer(4))).toBeNull();
   });
 });

@@ -1350,7 +1350,7 @@ export interface paths {
     };
     /**
      * WebSocket: follow a log
-     * @description Upgrade to a WebSocket. Query: rank (number or 'all'), offset (bytes already received), offsets=0:123,1:456 with rank=all. Text frames (JSON): {type: status, state, reason}, {type: data, rank, offset (after this chunk), data}, {type: heartbeat, time}, {type: end, state, exit_code}, {type: error, code, message, field, close}. Close codes (docs/log-protocol.json, with whether to retry): 1000 job ended (reason 'job <STATE>'), 1001 going away, 1011 server error (retry a few times), 4000 bad request, 4003 forbidden, 4004 no such job, 4009 job of another cluster, 4503 cluster unreachable (retry).
+     * @description Upgrade to a WebSocket. Query: rank (number or 'all'), offset (bytes already received), offsets=0:123,1:456 with rank=all. Text frames (JSON): {type: status, state, reason}, {type: data, rank, offset (after this chunk), data}, {type: heartbeat, time}, {type: end, state, exit_code}, {type: error, code, message, field, close}. With frames=binary each data frame is a binary message instead: a 13-byte big-endian header (kind uint8 = 1, rank uint32, offset uint64 after the chunk), then the log's bytes (UTF-8; docs/log-protocol.json, binary_data). Close codes (docs/log-protocol.json, with whether to retry): 1000 job ended (reason 'job <STATE>'), 1001 going away, 1011 server error (retry a few times), 4000 bad request, 4003 forbidden, 4004 no such job, 4009 job of another cluster, 4503 cluster unreachable (retry).
      */
     get: {
       parameters: {
@@ -1361,6 +1361,8 @@ export interface paths {
           offset?: number;
           /** @description Per-rank offsets with rank=all */
           offsets?: string;
+          /** @description How data frames travel: JSON text, or binary (a header and the bytes) */
+          frames?: 'text' | 'binary';
         };
         header?: never;
         path: {
