@@ -101,7 +101,7 @@ export function makeJob(extra: Partial<IJob> = {}): IJob {
     stale_since: null,
     failed_rank: null,
     snapshot: null,
-    ...extra
     held: null,
+    ...extra
   };
 }
