@@ -388,7 +388,6 @@ class HyperPodClient:
             self.request("POST", f"jobs/{_quote(job_id)}/rerun", {"with_changes": with_changes})
         )
 
-    def add_event(self, job_id: str, event: str) -> Job:
     def submit_chain(self, request: Any) -> ChainSubmitted:
         """Submit a chain (`{"links": [...]}`): every link, each waiting for its `after`."""
         body = request.model_dump(mode="json") if isinstance(request, BaseModel) else request
@@ -404,6 +403,7 @@ class HyperPodClient:
             self.request("POST", f"jobs/{_quote(job_id)}/resume", {"with_changes": with_changes})
         )
 
+    def add_event(self, job_id: str, event: str) -> Job:
         """Add one line to the job's events (who acted on it: an agent via MCP)."""
         return Job.model_validate(
             self.request("POST", f"jobs/{_quote(job_id)}/events", {"event": event})
