@@ -130,7 +130,7 @@ def test_a_switch_to_a_cluster_that_does_not_answer_leaves_the_service_as_it_was
         assert service.orchestrator is before and Unreachable.closed
         assert service.cluster().name == before.cluster_name()
         switched = service.use_orchestrator(f"{__name__}:NamedLocal")
-        assert switched.name == "plugged-in" and service._cluster_name == "plugged-in"
+        assert switched.name == "plugged-in" and service.connection.name == "plugged-in"
     finally:
         service.close()
 

@@ -142,7 +142,7 @@ async def test_status_reads_are_answered_on_the_loop_once_the_tracker_has_looked
     # The tracker's thread asks the cluster's name too (the watchdog's look at running jobs):
     # stopped, it cannot learn the name back between the reset below and the read.
     service.tracker.stop()
-    monkeypatch.setattr(service, "_cluster_name", None)  # not asked of the backend yet
+    monkeypatch.setattr(service.connection, "name", None)  # not asked of the backend yet
     threads.clear()
     assert (await api.get("jobs")).status == 200  # the backend is asked its name: not here
     assert len(threads) == 1 and threads[0].startswith("hyperpod-api")

@@ -1,0 +1,139 @@
+"""The user's jobs on the connected cluster: the job store seen through the (orchestrator,
+cluster, user) scope, written once here. Reads, the job bound to its cluster, and the one way a
+backend's `JobUpdate` is applied to a record and saved."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .backend import JobUpdate, StoredJob
+from .connection import Connection
+from .errors import NotConnected, NotFound
+from .models import Job, JobState
+from .partition import check_text
+from .registry import state_class
+from .store import JobStore
+
+Row = tuple[Job, str, dict[str, Any]]
+"""A stored job, the cluster it was submitted to, and its backend data."""
+
+SAVED_FIELDS = (
+    "state",
+    "state_reason",
+    "backend_id",
+    "started",
+    "ended",
+    "exit_code",
+    "ranks",
+    "events",
+)
+"""The record's fields a backend's update may change."""
+
+
+class JobBook:
+    """One user's job records on the connected cluster (`connection` is read live)."""
+
+    def __init__(self, store: JobStore, connection: Connection, user: str) -> None:
+        self.store = store
+        self.connection = connection
+        self.user = user
+
+    def query(
+        self,
+        states: Sequence[JobState] | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[list[Row], int]:
+        """The user's jobs of the connected cluster, newest first, and how many match."""
+        orchestrator, cluster = self.connection.scope()
+        return self.store.query(
+            orchestrator=orchestrator,
+            cluster=cluster,
+            user=self.user,
+            states=list(states) if states else None,
+            limit=limit,
+            offset=offset,
+        )
+
+    def record(self, job_id: str) -> Row | None:
+        """The user's stored job of any cluster, or None."""
+        check_text(job_id, field="id", what="the job id")  # what the store cannot even look up
+        found = self.store.get(job_id)
+        if found is None or found[0].user != self.user:
+            return None
+        return found
+
+    def get(self, job_id: str, *, connected: bool = True) -> tuple[Job, dict[str, Any]]:
+        """The stored job and its backend data. A job is bound to the cluster it was submitted
+        to: unless `connected` is False (reading its record), one of another cluster than the
+        connected one raises NotConnected, so that nothing reaches the wrong cluster."""
+        found = self.record(job_id)
+        if found is None:
+            raise NotFound(f"no job '{job_id}' on this cluster", field="id")
+        job, cluster, data = found
+        elsewhere = self.elsewhere(job, cluster) if connected else None
+        if elsewhere:
+            raise NotConnected(elsewhere, field="id")
+        return job, data
+
+    def elsewhere(self, job: Job, cluster: str) -> str | None:
+        """Why a job is not on the connected cluster (None when it is)."""
+        kind, name = self.connection.scope()
+        if job.orchestrator == kind and cluster == name:
+            return None
+        return (
+            f"job '{job.id}' belongs to the {job.orchestrator} cluster '{cluster}', and this "
+            f"server is connected to the {kind} cluster '{name}': "
+            f"connect to '{cluster}' again to follow, cancel or read it"
+        )
+
+    def insert(self, job: Job, data: dict[str, Any]) -> None:
+        """Store a new job, bound to the connected cluster."""
+        self.store.insert(job, self.connection.cluster_name, data)
+
+    def save(self, job: Job, data: dict[str, Any], update: JobUpdate) -> Job:
+        """Apply a backend's update to the record and store what changed."""
+        updated = apply_update(job, update)
+        changes: dict[str, Any] = {
+            field: getattr(updated, field)
+            for field in SAVED_FIELDS
+            if getattr(updated, field) != getattr(job, field)
+        }
+        if update.data is not None:
+            state = state_class(job.orchestrator)
+            changes["data"] = state.load(data).merged(update.data).stored()
+        self.store.update(job.id, **changes)
+        return updated
+
+
+def stored(job: Job, data: dict[str, Any]) -> StoredJob:
+    """What a backend sees of a stored job: its data as the backend's typed `State`."""
+    return StoredJob(
+        id=job.id,
+        spec=job.spec,
+        state=job.state,
+        backend_id=job.backend_id,
+        created=job.created,
+        started=job.started,
+        data=state_class(job.orchestrator).load(data),
+        events=list(job.events),
+    )
+
+
+def apply_update(job: Job, update: JobUpdate) -> Job:
+    """The job as the update leaves it (a finished state gets its end time)."""
+    changes: dict[str, Any] = {}
+    for field in ("state", "backend_id", "started", "ended", "exit_code", "ranks", "events"):
+        value = getattr(update, field)
+        if value is not None:
+            changes[field] = value
+    if update.state_reason is not None or (update.state is not None and update.state != job.state):
+        changes["state_reason"] = update.state_reason
+    if changes.get("state") in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED) and not (
+        changes.get("ended") or job.ended
+    ):
+        changes["ended"] = time.time()
+    return job.model_copy(update=changes)
