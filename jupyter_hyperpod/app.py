@@ -45,6 +45,7 @@ from .handlers import (
     TemplatesHandler,
 )
 from .queue_handlers import QueueAdoptHandler, QueueHandler, QueueLogsHandler
+from .sweep_handlers import SWEEP_ID, SweepCancelHandler, SweepHandler, SweepsHandler
 from .wiring import Wiring
 
 API = "hyperpod/api"
@@ -79,6 +80,9 @@ ROUTES: list[tuple[str, type]] = [
     (f"{API}/chains", ChainsHandler),
     (f"{API}/jobs/{JOB_ID}/chain", JobChainHandler),
     (f"{API}/jobs/{JOB_ID}/resume", JobResumeHandler),
+    (f"{API}/sweeps", SweepsHandler),
+    (f"{API}/sweeps/{SWEEP_ID}", SweepHandler),
+    (f"{API}/sweeps/{SWEEP_ID}/cancel", SweepCancelHandler),
     (f"{API}/jobs/{JOB_ID}/diff/{OTHER_ID}", JobDiffHandler),
     (f"{API}/compare", CompareHandler),
     (f"{API}/jobs/{JOB_ID}/logs", LogsHandler),

@@ -42,6 +42,7 @@ from .core.models import (
     TemplateSubmission,
 )
 from .core.queue import AdoptRequest, QueueLogs, QueuePage
+from .core.sweeps import Sweep, SweepList, SweepRequest
 
 VERSION = "1.0.0"
 
@@ -62,6 +63,7 @@ REQUESTS: list[type[BaseModel]] = [
     RerunRequest,
     ChainRequest,
     ResumeRequest,
+    SweepRequest,
     AdoptRequest,
     ApplyRequest,
 ]
@@ -81,6 +83,8 @@ RESPONSES: list[type[BaseModel]] = [
     ForgottenJob,
     JobChain,
     ChainSubmitted,
+    Sweep,
+    SweepList,
     JobList,
     LogSnapshot,
     JobMetrics,
@@ -572,6 +576,7 @@ def _paths() -> dict[str, Any]:
         },
         **_queue_paths(),
         **_chain_paths(),
+        **_sweep_paths(),
     }
 
 
@@ -618,6 +623,62 @@ def _chain_paths() -> dict[str, Any]:
                 "responses": {
                     "201": _json(ChainSubmitted, "The new runs, in chain order"),
                     **_errors(400, 404, 503),
+                },
+            },
+        },
+    }
+
+
+def _sweep_paths() -> dict[str, Any]:
+    """Sweeps (#24 item 3): one request, a group of ordinary jobs tagged with it."""
+    sweep_id = {
+        "name": "sweep_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+        "description": "The sweep's id (its name and 6 hex digits)",
+    }
+    return {
+        "/sweeps": {
+            "get": {
+                "summary": "Your sweeps here, newest first: each group row (counts per state, "
+                "progress, the best member so far by its metric)",
+                "responses": {"200": _json(SweepList, "The sweeps"), **_errors(400)},
+            },
+            "post": {
+                "summary": "Submit a sweep: a template submission whose swept parameters take "
+                "several values (the grid, or listed points); each member is a job",
+                "description": (
+                    "Every member is built and checked before the first is stored: a parameter "
+                    "the template lacks or a value of the wrong type (400 naming sweep.<field>), "
+                    "more points than max_sweep_points (400 naming the limit) create nothing. "
+                    "With max_concurrent, at most that many members are started at once; the "
+                    "others wait PENDING (held) and start as members end."
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _ref(SweepRequest)}},
+                },
+                "responses": {
+                    "201": _json(Sweep, "The sweep and its members"),
+                    **_errors(400, 403, 503),
+                },
+            },
+        },
+        "/sweeps/{sweep_id}": {
+            "parameters": [sweep_id],
+            "get": {
+                "summary": "One sweep: its group row and its members' jobs, in sweep order",
+                "responses": {"200": _json(Sweep, "The sweep"), **_errors(400, 404)},
+            },
+        },
+        "/sweeps/{sweep_id}/cancel": {
+            "parameters": [sweep_id],
+            "post": {
+                "summary": "Cancel every unfinished member (the waiting ones first)",
+                "responses": {
+                    "200": _json(Sweep, "The sweep after the cancel"),
+                    **_errors(400, 404),
                 },
             },
         },

@@ -62,6 +62,8 @@ from .settings import HyperPodSettings
 from .specs import SpecBuilder
 from .store import JobStore
 from .submission import Submission
+from .sweep_service import SweepService
+from .sweeps import Sweep, SweepList
 from .tracking import JobTracking
 
 if TYPE_CHECKING:
@@ -194,6 +196,20 @@ class HyperPodService:
         """The queue snapshot, filters, pending explanations and adoption (`QueueView`)."""
         self.comparer = JobComparer(self.job, self.metrics, self.snapshots)
         """Jobs side by side from their records and snapshots (`diff`, `compare`, #24)."""
+        self.sweep_groups = SweepService(
+            self.store,
+            settings.user,
+            connection.scope,
+            self.chains.releaser,
+            max_points=lambda: int(settings.max_sweep_points),
+            build=self.spec_from_body,
+            check=self._check_member,
+            start=lambda spec: self.submission.submit(spec),
+            cancel=self.cancel,
+            forget=lambda job_id: self.forget(job_id, delete_files=True),
+            metrics=self.metrics,
+        )
+        """Sweeps (#24 item 3, `core/sweep_service.py`): a group of jobs, capped by a gate."""
         self.tracker.start()
 
     server_root: Path | None = None
@@ -312,7 +328,7 @@ class HyperPodService:
         """Start a job's spec again: from its snapshot (exactly what it ran), or `with_changes`
         from the workdir's files as they are now (#24 item 2)."""
         before, _ = self.book.get(job_id)
-        spec = JobSpec.model_validate(before.spec.model_dump())
+        spec = JobSpec.model_validate(before.spec.model_dump(exclude={"sweep"}))
         return self.submission.submit(spec, rerun_of=None if with_changes else before.id)
 
     def refresh(self, *, max_age: float = 0.5) -> None:
@@ -388,6 +404,27 @@ class HyperPodService:
         """Run a chain again from its failed link: that link and what waited on it."""
         job, _ = self.book.get(job_id)
         return self.chains.resume(job, with_changes=with_changes)
+
+    # -- sweeps (#24 item 3; core/sweeps.py, core/sweep_service.py) -------------------------
+    def _check_member(self, spec: JobSpec) -> None:
+        """What a submit of the spec would refuse, refused now (nothing stored)."""
+        self.chains.check(spec)
+        self.render(spec)
+
+    def submit_sweep(self, request: Any) -> Sweep:
+        """Submit a sweep (`POST sweeps`): every member checked first, then each a job."""
+        return self.sweep_groups.submit(request)
+
+    def sweeps(self) -> SweepList:
+        """The user's sweeps here (group rows), newest first."""
+        return self.sweep_groups.sweeps()
+
+    def sweep(self, sweep_id: str) -> Sweep:
+        return self.sweep_groups.sweep(sweep_id)
+
+    def cancel_sweep(self, sweep_id: str) -> Sweep:
+        """Cancel every unfinished member of a sweep (the waiting ones first)."""
+        return self.sweep_groups.cancel(sweep_id)
 
     # -- the cluster's queue (every user's jobs; core/queue_view.py) ----------------------
     def queue(

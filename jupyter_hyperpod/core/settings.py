@@ -119,6 +119,12 @@ class HyperPodSettings(Configurable):
         "(jupyter_hyperpod.core.catalog); the built-in one has script, QLoRA fine-tune and "
         "evaluation.",
     )
+    max_sweep_points = Int(
+        256,
+        config=True,
+        help="The most jobs one sweep may make (#24); a larger sweep is refused (400) naming "
+        "this limit, creating nothing.",
+    )
     snapshot_max_bytes = Int(
         64 << 20,
         config=True,

@@ -355,6 +355,21 @@ class JobStore:
         )
         return [self._decode(row)[0] for row in rows]
 
+    def sweep_members(
+        self, *, orchestrator: str, cluster: str, user: str, group: str | None = None
+    ) -> list[Job]:
+        """The user's sweep members here (`JobSpec.sweep`, #24 item 3): one group's, or every
+        group's, oldest first."""
+        where = "orchestrator = ? AND cluster = ? AND user = ?"
+        args: list[Any] = [orchestrator, cluster, user]
+        if group is None:
+            where += " AND json_extract(spec, '$.sweep.group') IS NOT NULL"
+        else:
+            where += " AND json_extract(spec, '$.sweep.group') = ?"
+            args.append(group)
+        rows = self._rows(f"SELECT {_COLUMNS} FROM jobs WHERE {where} ORDER BY created, id", args)
+        return [self._decode(row)[0] for row in rows]
+
     def data_of(self, orchestrator: str) -> list[tuple[str, dict[str, Any]]]:
         """(id, backend data) of every job of one backend kind (to migrate its state model)."""
         with self._cursor() as cursor:

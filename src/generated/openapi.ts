@@ -2220,6 +2220,252 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/sweeps': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Your sweeps here, newest first: each group row (counts per state, progress, the best member so far by its metric) */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The sweeps */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['SweepList'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    put?: never;
+    /**
+     * Submit a sweep: a template submission whose swept parameters take several values (the grid, or listed points); each member is a job
+     * @description Every member is built and checked before the first is stored: a parameter the template lacks or a value of the wrong type (400 naming sweep.<field>), more points than max_sweep_points (400 naming the limit) create nothing. With max_concurrent, at most that many members are started at once; the others wait PENDING (held) and start as members end.
+     */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': components['schemas']['SweepRequest'];
+        };
+      };
+      responses: {
+        /** @description The sweep and its members */
+        201: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Sweep'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description The cluster (slurmctld, the Kubernetes API) cannot be reached now, or the file system cannot be written (full, read-only): the message says which */
+        503: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/sweeps/{sweep_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The sweep's id (its name and 6 hex digits) */
+        sweep_id: string;
+      };
+      cookie?: never;
+    };
+    /** One sweep: its group row and its members' jobs, in sweep order */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The sweep's id (its name and 6 hex digits) */
+          sweep_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The sweep */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Sweep'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description No such job or path */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/sweeps/{sweep_id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The sweep's id (its name and 6 hex digits) */
+        sweep_id: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Cancel every unfinished member (the waiting ones first) */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description The sweep's id (its name and 6 hex digits) */
+          sweep_id: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The sweep after the cancel */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Sweep'];
+          };
+        };
+        /** @description Invalid request: `error.field` names the input to fix */
+        400: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description Not authenticated, or a path outside the partition */
+        403: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+        /** @description No such job or path */
+        404: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ErrorResponse'];
+          };
+        };
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3774,6 +4020,11 @@ export interface components {
        * @default false
        */
       after_any?: boolean;
+      /**
+       * @description The sweep this job is a member of (set by POST sweeps), if any
+       * @default null
+       */
+      sweep?: components['schemas']['SweepTag-Input'] | null;
     };
     /**
      * JobSpec
@@ -3921,6 +4172,11 @@ export interface components {
        * @default false
        */
       after_any: boolean;
+      /**
+       * @description The sweep this job is a member of (set by POST sweeps), if any
+       * @default null
+       */
+      sweep: components['schemas']['SweepTag-Output'] | null;
     };
     /**
      * JobState
@@ -4616,6 +4872,261 @@ export interface components {
        * @description Windows in a row it has been this slow
        */
       windows: number;
+    };
+    /**
+     * Sweep
+     * @description One sweep: its group row and its members' jobs (in sweep order).
+     */
+    Sweep: {
+      summary: components['schemas']['SweepSummary'];
+      /** Jobs */
+      jobs: components['schemas']['Job'][];
+    };
+    /**
+     * SweepBest
+     * @description The best member so far: the lowest (or highest) last value of the sweep's metric.
+     */
+    SweepBest: {
+      /** Job Id */
+      job_id: string;
+      /** Name */
+      name: string;
+      /** Value */
+      value: number;
+      /** Step */
+      step: number;
+      /** Point */
+      point: {
+        [key: string]: unknown;
+      };
+    };
+    /** SweepList */
+    SweepList: {
+      /** Sweeps */
+      sweeps: components['schemas']['SweepSummary'][];
+    };
+    /**
+     * SweepRequest
+     * @description `POST sweeps`: a template submission whose swept parameters take several values.
+     */
+    SweepRequest: {
+      /**
+       * Name
+       * @description The sweep's name; members add their point
+       */
+      name: string;
+      /** Template */
+      template: string;
+      /**
+       * Params
+       * @description The parameters every member shares
+       */
+      params?: {
+        [key: string]: unknown;
+      };
+      /**
+       * Overrides
+       * @description JobSpec fields set on top of the template (as POST jobs)
+       */
+      overrides?: {
+        [key: string]: unknown;
+      };
+      /**
+       * Sweep
+       * @description Parameter -> its values: the members are every combination (the grid), the first parameter's values varying slowest
+       */
+      sweep?: {
+        [key: string]: unknown[];
+      };
+      /**
+       * Points
+       * @description Or the members' points listed, each a mapping parameter -> value
+       */
+      points?: {
+        [key: string]: unknown;
+      }[];
+      /**
+       * Max Concurrent
+       * @description Members started at once at most; the others wait
+       * @default null
+       */
+      max_concurrent?: number | null;
+      /**
+       * Metric
+       * @description The MLflow metric that ranks members
+       * @default loss
+       */
+      metric?: string;
+      /**
+       * Goal
+       * @description min: the lowest value is best
+       * @default min
+       * @enum {string}
+       */
+      goal?: 'min' | 'max';
+    };
+    /**
+     * SweepSummary
+     * @description A group row: one sweep, read from its members.
+     */
+    SweepSummary: {
+      /** Id */
+      id: string;
+      /** Name */
+      name: string;
+      /** Template */
+      template: string | null;
+      /**
+       * Fields
+       * @description The swept parameters
+       */
+      fields: string[];
+      /**
+       * Size
+       * @description Members the sweep was submitted with
+       */
+      size: number;
+      /**
+       * Members
+       * @description The members' job ids still stored, in sweep order
+       */
+      members: string[];
+      /**
+       * Counts
+       * @description Members per state (PENDING, RUNNING, SUCCEEDED, FAILED, CANCELLED), and 'waiting': the PENDING ones held for a slot
+       */
+      counts: {
+        [key: string]: number;
+      };
+      /** @description RUNNING while a member is unfinished (PENDING if none started yet), then SUCCEEDED when all succeeded, FAILED when one failed, else CANCELLED */
+      state: components['schemas']['JobState'];
+      /**
+       * Progress
+       * @description The share of members finished, 0 to 1
+       */
+      progress: number;
+      /** Max Concurrent */
+      max_concurrent: number | null;
+      /** Metric */
+      metric: string;
+      /**
+       * Goal
+       * @enum {string}
+       */
+      goal: 'min' | 'max';
+      /**
+       * @description The best member so far, when one logged
+       * @default null
+       */
+      best: components['schemas']['SweepBest'] | null;
+      /** Created */
+      created: number;
+    };
+    /**
+     * SweepTag
+     * @description A sweep member's tag (#24 item 3): its group, its point and the group's settings (each
+     *     member carries them, so the group is read from its members alone).
+     */
+    'SweepTag-Input': {
+      /**
+       * Group
+       * @description The sweep's id
+       */
+      group: string;
+      /**
+       * Name
+       * @description The sweep's name
+       */
+      name: string;
+      /**
+       * Index
+       * @description The member's place in the sweep, from 0
+       */
+      index: number;
+      /**
+       * Size
+       * @description Members the sweep was submitted with
+       */
+      size: number;
+      /**
+       * Point
+       * @description The swept parameters' values of this member
+       */
+      point: {
+        [key: string]: unknown;
+      };
+      /**
+       * Max Concurrent
+       * @description Members started at once at most (null: no cap)
+       * @default null
+       */
+      max_concurrent?: number | null;
+      /**
+       * Metric
+       * @description The MLflow metric that ranks the members
+       * @default loss
+       */
+      metric?: string;
+      /**
+       * Goal
+       * @description Whether the lowest or highest wins
+       * @default min
+       * @enum {string}
+       */
+      goal?: 'min' | 'max';
+    };
+    /**
+     * SweepTag
+     * @description A sweep member's tag (#24 item 3): its group, its point and the group's settings (each
+     *     member carries them, so the group is read from its members alone).
+     */
+    'SweepTag-Output': {
+      /**
+       * Group
+       * @description The sweep's id
+       */
+      group: string;
+      /**
+       * Name
+       * @description The sweep's name
+       */
+      name: string;
+      /**
+       * Index
+       * @description The member's place in the sweep, from 0
+       */
+      index: number;
+      /**
+       * Size
+       * @description Members the sweep was submitted with
+       */
+      size: number;
+      /**
+       * Point
+       * @description The swept parameters' values of this member
+       */
+      point: {
+        [key: string]: unknown;
+      };
+      /**
+       * Max Concurrent
+       * @description Members started at once at most (null: no cap)
+       * @default null
+       */
+      max_concurrent: number | null;
+      /**
+       * Metric
+       * @description The MLflow metric that ranks the members
+       * @default loss
+       */
+      metric: string;
+      /**
+       * Goal
+       * @description Whether the lowest or highest wins
+       * @default min
+       * @enum {string}
+       */
+      goal: 'min' | 'max';
     };
     /** TemplateInfo */
     TemplateInfo: {

@@ -76,6 +76,22 @@ class WatchdogSpec(StrictModel):
         return value
 
 
+class SweepTag(StrictModel):
+    """A sweep member's tag (#24 item 3): its group, its point and the group's settings (each
+    member carries them, so the group is read from its members alone)."""
+
+    group: str = Field(pattern=JOB_ID_PATTERN.pattern, description="The sweep's id")
+    name: str = Field(pattern=JOB_NAME_PATTERN, description="The sweep's name")
+    index: int = Field(ge=0, description="The member's place in the sweep, from 0")
+    size: int = Field(ge=1, description="Members the sweep was submitted with")
+    point: dict[str, Any] = Field(description="The swept parameters' values of this member")
+    max_concurrent: int | None = Field(
+        None, ge=1, description="Members started at once at most (null: no cap)"
+    )
+    metric: str = Field("loss", description="The MLflow metric that ranks the members")
+    goal: Literal["min", "max"] = Field("min", description="Whether the lowest or highest wins")
+
+
 class JobSpec(StrictModel):
     """A job, as the panel, the magics, the CLI and the REST API all submit it."""
 
@@ -143,6 +159,10 @@ class JobSpec(StrictModel):
         False,
         description="With after: start once they ended, whatever their state (Slurm afterany); "
         "false: only when every one succeeded (afterok)",
+    )
+
+    sweep: SweepTag | None = Field(
+        None, description="The sweep this job is a member of (set by POST sweeps), if any"
     )
 
     @field_validator("after")
