@@ -117,7 +117,8 @@ class Wiring:
         return read_job_metrics(tracking_uri, job_id)
 
     def snapshotter(self, settings: HyperPodSettings, partition: Partition) -> Snapshotter:
-        from .core.snapshot import PROCESS_FREEZE, Snapshotter
+        from .core.freeze import PROCESS_FREEZE
+        from .core.snapshot import Snapshotter
 
         # One cache for every service of the process (a server, its CLI calls, each test's):
         # pip freeze runs once per interpreter and state of its site-packages.

@@ -13,6 +13,7 @@ import pytest
 from jupyter_hyperpod.core import compare as compare_module
 from jupyter_hyperpod.core.compare import JobComparer, freeze_packages
 from jupyter_hyperpod.core.errors import InvalidRequest, NotConnected, NotFound
+from jupyter_hyperpod.core.freeze import FreezeCache
 from jupyter_hyperpod.core.models import (
     Job,
     JobMetrics,
@@ -22,7 +23,7 @@ from jupyter_hyperpod.core.models import (
     MetricPoint,
 )
 from jupyter_hyperpod.core.partition import Partition
-from jupyter_hyperpod.core.snapshot import FreezeCache, Snapshotter
+from jupyter_hyperpod.core.snapshot import Snapshotter
 
 FREEZE_A = "torch==2.1.0\nnumpy==1.26.0\nold-pkg==1.0\n-e git+https://x/y.git@abc#egg=mylib\n"
 FREEZE_B = (

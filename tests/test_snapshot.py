@@ -13,13 +13,9 @@ from pathlib import Path
 import pytest
 
 from jupyter_hyperpod.core.errors import InvalidRequest
+from jupyter_hyperpod.core.freeze import FreezeCache, run_freeze
 from jupyter_hyperpod.core.partition import Partition
-from jupyter_hyperpod.core.snapshot import (
-    FreezeCache,
-    Snapshotter,
-    _run_freeze,
-    run_from_snapshot,
-)
+from jupyter_hyperpod.core.snapshot import Snapshotter, run_from_snapshot
 
 MIB = 1 << 20
 
@@ -150,7 +146,7 @@ def test_pip_freeze_runs_once_per_interpreter_and_mtime(tmp_path: Path) -> None:
 
     def counted(argv: Sequence[str]) -> str:
         calls.append(argv)
-        return _run_freeze(argv)
+        return run_freeze(argv)
 
     cache = FreezeCache(counted)
     first = cache.freeze(sys.executable)

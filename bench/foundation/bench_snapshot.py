@@ -23,8 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from jupyter_hyperpod.core.freeze import FreezeCache
 from jupyter_hyperpod.core.partition import Partition
-from jupyter_hyperpod.core.snapshot import FreezeCache, Snapshotter
+from jupyter_hyperpod.core.snapshot import Snapshotter
 
 MIB = 1 << 20
 GOAL_SECONDS, GOAL_BYTES = 1.0, 10 * 1000 * 1000

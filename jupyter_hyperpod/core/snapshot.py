@@ -24,14 +24,14 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .configs import resolved_configs
 from .errors import InvalidRequest
+from .freeze import FreezeCache
 from .models import JobSnapshot, SnapshotReference
 from .partition import Partition
 
@@ -40,7 +40,6 @@ OBJECTS = "objects"
 MANIFEST = "manifest.json"
 TREE = "tree"
 SKIPPED = {".git", ".hyperpod", "__pycache__", ".ipynb_checkpoints"}
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _CHUNK = 1 << 20
 _DIGESTS_KEPT = 200_000
 _RACY_NS = 2_000_000_000
@@ -68,94 +67,12 @@ class _Plan:
     diff: str = ""
 
 
-class FreezeCache:
-    """`python -m pip freeze` of an interpreter, kept while its environment stays the same (a
-    submit then costs a few stats, not a pip run): the interpreter and the mtimes of its
-    site-packages directories, which an install, upgrade or removal changes."""
-
-    def __init__(self, run: Callable[[Sequence[str]], str] | None = None) -> None:
-        self._run = run or _run_freeze
-        self._cache: dict[tuple[Any, ...], str | None] = {}
-
-    def freeze(self, python: str) -> str | None:
-        found = shutil.which(python)
-        if not found:
-            return None  # not on this machine (a cluster-only path): nothing to record
-        # Run as named, never its realpath: a venv's bin/python links to the base interpreter,
-        # which would list the base environment's packages, not the job's.
-        found = os.path.abspath(found)
-        key = _environment_key(found)
-        if key not in self._cache:
-            try:
-                self._cache[key] = self._run([found, "-m", "pip", "freeze"])
-            except (OSError, subprocess.SubprocessError):
-                self._cache[key] = None
-        return self._cache[key]
-
-
-def _environment_key(python: str) -> tuple[Any, ...]:
-    real = os.path.realpath(python)
-    stamps: list[tuple[str, int]] = [(real, os.stat(real).st_mtime_ns)]
-    for prefix in dict.fromkeys([Path(python).parent.parent, Path(real).parent.parent]):
-        for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages"):
-            for site in sorted(prefix.glob(pattern)):
-                stamps.append((str(site), site.stat().st_mtime_ns))
-    return (python, *stamps)
-
-
-def _run_freeze(argv: Sequence[str]) -> str:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=True).stdout
-
-
-PROCESS_FREEZE = FreezeCache()
-"""The process's cache (its key follows installs, so every service of the process shares it)."""
-
-
 def _git(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     argv = ["git", "-C", str(workdir), *args]
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as error:  # no git here: not a repository
         return subprocess.CompletedProcess(argv, 127, "", str(error))
-
-
-def resolved_configs(
-    command: Sequence[str], workdir: Path, partition: Partition, env: Mapping[str, str]
-) -> dict[str, str]:
-    """The `--config FILE` of a command as the training module will read it: `${VAR}` and
-    `${VAR:-default}` expanded from the job's environment over the server's, `--set key=value`
-    applied. YAML text by config path (relative to the workdir)."""
-    configs: dict[str, str] = {}
-    overrides: dict[str, Any] = {}
-    names: list[str] = []
-    items = list(command)
-    for index, item in enumerate(items[:-1]):
-        if item == "--config":
-            names.append(items[index + 1])
-        elif item == "--set" and "=" in items[index + 1]:
-            key, _, value = items[index + 1].partition("=")
-            overrides[key.strip()] = yaml.safe_load(value)
-    variables = {**os.environ, **env}
-
-    def expand(value: Any) -> Any:
-        if isinstance(value, str):
-            return _ENV.sub(lambda m: variables.get(m.group(1), m.group(2) or ""), value)
-        if isinstance(value, dict):
-            return {key: expand(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [expand(item) for item in value]
-        return value
-
-    for name in names:
-        path = partition.resolve(partition.relative(workdir / name), field="command")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            continue  # the job reports its own config error; the snapshot keeps the file
-        if isinstance(data, dict):
-            data = {**expand(data), **overrides}
-            configs[name] = yaml.safe_dump(data, sort_keys=False)
-    return configs
 
 
 #: Besides its program, what a job reads from its snapshot: the files its arguments name with
