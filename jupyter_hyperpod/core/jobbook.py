@@ -58,6 +58,11 @@ class JobBook:
             offset=offset,
         )
 
+    def backend_ids(self) -> dict[str, str]:
+        """The cluster's id of each of the user's jobs here -> the job's id."""
+        orchestrator, cluster = self.connection.scope()
+        return self.store.backend_ids(orchestrator=orchestrator, cluster=cluster, user=self.user)
+
     def record(self, job_id: str) -> Row | None:
         """The user's stored job of any cluster, or None."""
         check_text(job_id, field="id", what="the job id")  # what the store cannot even look up

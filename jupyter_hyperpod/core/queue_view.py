@@ -7,12 +7,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import ValidationError
 
+from .connection import Connection
 from .errors import Forbidden, HyperPodError, InvalidRequest, NotFound, validation_error
+from .jobbook import JobBook
 from .models import Job, JobState
+from .paths import ClusterPaths
 from .queue import (
     MAX_QUEUE_LIMIT,
     QUEUE_TTL_SECONDS,
@@ -28,9 +32,6 @@ from .queue import (
     select,
 )
 
-if TYPE_CHECKING:
-    from .service import HyperPodService
-
 MAX_LOG_TAIL = 10_000
 STALE_SECONDS = 30.0
 """An older snapshot is never shown: the page waits for the cluster."""
@@ -38,8 +39,23 @@ log = logging.getLogger(__name__)
 
 
 class QueueView:
-    def __init__(self, service: HyperPodService) -> None:
-        self.service = service
+    """`job(job_id)`: a stored job as the job routes show it; `refresh()`: refresh the job
+    states now (an adopted job shows its state at once)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        book: JobBook,
+        paths: ClusterPaths,
+        *,
+        job: Callable[[str], Job],
+        refresh: Callable[[], None],
+    ) -> None:
+        self.connection = connection
+        self.book = book
+        self.paths = paths
+        self.job = job
+        self.refresh = refresh
         self._lock = threading.Lock()
         self._snapshot: QueueSnapshot | None = None
         self._kind: str | None = None
@@ -67,7 +83,7 @@ class QueueView:
 
     def _current(self) -> QueueSnapshot | None:
         with self._lock:
-            if self._snapshot is not None and self._kind == self.service.orchestrator.kind:
+            if self._snapshot is not None and self._kind == self.connection.kind:
                 return self._snapshot
         return None
 
@@ -78,7 +94,7 @@ class QueueView:
             current = self._current()
             if current is not None and current.taken >= started:
                 return current
-            orchestrator = self.service.orchestrator
+            orchestrator = self.connection.orchestrator
             snapshot = orchestrator.queue()
             self._mark(snapshot)
             with self._lock:
@@ -105,12 +121,7 @@ class QueueView:
         threading.Thread(target=refresh, name="hyperpod-queue", daemon=True).start()
 
     def _mark(self, snapshot: QueueSnapshot) -> None:
-        service = self.service
-        known = service.store.backend_ids(
-            orchestrator=service.orchestrator.kind,
-            cluster=service.cluster_name,
-            user=service.settings.user,
-        )
+        known = self.book.backend_ids()
         order = place_pending(snapshot.jobs)
         now = time.time()
         for row in snapshot.jobs:
@@ -160,23 +171,23 @@ class QueueView:
     def adopt(self, queue_id: str) -> Job:
         """Record one of my jobs submitted elsewhere in the job store: it then opens, follows,
         shows metrics and cancels like a job submitted here (and survives restarts)."""
-        service = self.service
+        orchestrator = self.connection.orchestrator
         row = self.row(queue_id)
         if not row.mine:
-            hint = service.orchestrator.claim_hint(row) if not row.user else None
+            hint = orchestrator.claim_hint(row) if not row.user else None
             raise Forbidden(
                 f"job {row.id} belongs to {row.user or 'nobody this cluster names'}: others' "
                 f"jobs are read-only{f' ({hint})' if hint else ''}",
                 field="id",
             )
         if row.job_id:
-            return service.job(row.job_id)
-        adoption = service.orchestrator.adopt(row.id)
+            return self.job(row.job_id)
+        adoption = orchestrator.adopt(row.id)
         job = Job(
             id=_job_id(adoption.spec.name, adoption.backend_id),
             name=adoption.spec.name,
-            user=service.settings.user,
-            orchestrator=service.orchestrator.kind,
+            user=self.book.user,
+            orchestrator=orchestrator.kind,
             backend_id=adoption.backend_id,
             state=adoption.state,
             created=adoption.created,
@@ -184,15 +195,14 @@ class QueueView:
             spec=adoption.spec,
             events=list(adoption.events),
         )
-        existing = service.store.get(job.id)
-        if existing is None:
+        if self.book.store.get(job.id) is None:
             data = adoption.data
             if data.mlflow_uri is None:
-                data = data.merged({"mlflow_uri": service.mlflow_uri_for_jobs})
-            service.store.insert(job, service.cluster_name, data.stored())
+                data = data.merged({"mlflow_uri": self.paths.mlflow_uri_for_jobs})
+            self.book.insert(job, data.stored())
         row.job_id, row.adoptable = job.id, False
-        service.refresh(max_age=0)
-        return service.job(job.id)
+        self.refresh()
+        return self.job(job.id)
 
     def logs(self, queue_id: str, tail: int = 200) -> QueueLogs:
         """A queue row's log, read-only, only where the cluster lets this user read it."""
@@ -201,23 +211,17 @@ class QueueView:
         row = self.row(queue_id)
         if not row.logs_readable:
             raise Forbidden(
-                f"the logs of job {row.id} are not readable for {self.service.settings.user}: "
+                f"the logs of job {row.id} are not readable for {self.book.user}: "
                 f"{row.logs_reason or 'the cluster does not allow it'}",
                 field="id",
             )
-        data = self.service.orchestrator.queue_log(row, tail)
+        data = self.connection.orchestrator.queue_log(row, tail)
         text = data.decode("utf-8", "replace")
         return QueueLogs(id=row.id, text=text, truncated=text.count("\n") >= tail)
 
     def annotate_pending(self) -> None:
         """Write the explanation into my pending jobs' reasons (what the job list shows)."""
-        service = self.service
-        rows, _ = service.store.query(
-            orchestrator=service.orchestrator.kind,
-            cluster=service.cluster_name,
-            user=service.settings.user,
-            states=[JobState.PENDING],
-        )
+        rows, _ = self.book.query([JobState.PENDING])
         if not rows:
             return
         try:
@@ -230,7 +234,7 @@ class QueueView:
         for job, _, _ in rows:
             text = explained.get(job.id)
             if text and text != job.state_reason:
-                service.store.update(job.id, state_reason=text)
+                self.book.store.update(job.id, state_reason=text)
 
     def explain_pending(self, jobs: list[Job]) -> dict[str, str]:
         """For my pending jobs: job id -> where it is in the queue and what holds the resources."""

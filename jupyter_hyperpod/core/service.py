@@ -192,7 +192,9 @@ class HyperPodService:
             served=lambda: self.server_root is not None,
             refresh=self.refresh,
         )
-        self.queue_view = QueueView(self)
+        self.queue_view = QueueView(
+            connection, book, paths, job=self.job, refresh=lambda: self.refresh(max_age=0)
+        )
         """The queue snapshot, filters, pending explanations and adoption (`QueueView`)."""
         self.comparer = JobComparer(self.job, self.metrics, self.snapshots)
         """Jobs side by side from their records and snapshots (`diff`, `compare`, #24)."""
