@@ -53,6 +53,7 @@ from .core.models import (
     TemplateInfo,
 )
 from .core.queue import QueueLogs, QueuePage
+from .core.sweeps import Sweep, SweepList
 from .core.wsreader import OPCODE_BINARY, OPCODE_CLOSE, OPCODE_TEXT, FrameReader
 
 URL_ENV = "JUPYTER_HYPERPOD_URL"
@@ -402,6 +403,23 @@ class HyperPodClient:
         return ChainSubmitted.model_validate(
             self.request("POST", f"jobs/{_quote(job_id)}/resume", {"with_changes": with_changes})
         )
+
+    def submit_sweep(self, request: Any) -> Sweep:
+        """Submit a sweep (`POST sweeps`): one job per point, every one checked first."""
+        body = request.model_dump(mode="json") if isinstance(request, BaseModel) else request
+        return Sweep.model_validate(self.request("POST", "sweeps", body))
+
+    def sweeps(self) -> SweepList:
+        """The user's sweeps (group rows), newest first."""
+        return SweepList.model_validate(self.request("GET", "sweeps"))
+
+    def sweep(self, sweep_id: str) -> Sweep:
+        """One sweep: its group row and its members."""
+        return Sweep.model_validate(self.request("GET", f"sweeps/{_quote(sweep_id)}"))
+
+    def cancel_sweep(self, sweep_id: str) -> Sweep:
+        """Cancel every unfinished member of a sweep."""
+        return Sweep.model_validate(self.request("POST", f"sweeps/{_quote(sweep_id)}/cancel", {}))
 
     def add_event(self, job_id: str, event: str) -> Job:
         """Add one line to the job's events (who acted on it: an agent via MCP)."""

@@ -68,7 +68,7 @@ class HyperPodMagics(Magics):
         """Drive the training cluster: `%hyperpod --help`, `%hyperpod VERB --help`.
 
         Verbs: cluster, nodes, jobs, submit, status, wait, logs, cancel, rerun, diff, compare,
-        chain, resume, files, templates, connect, doctor. `%%hyperpod submit [options] [-- script args]` submits the cell as a script.
+        chain, resume, sweeps, sweep, files, templates, connect, doctor. `%%hyperpod submit [options] [-- script args]` submits the cell as a script.
         """
         try:
             argv = shlex.split(line)

@@ -13,6 +13,7 @@ from .compare_verb import add_compare
 from .exits import EXIT_CODES_HELP, EXIT_USAGE, CommandError, HelpShown
 from .queue_verb import add_queue_parser
 from .stacks_verb import add_stacks
+from .sweep_verb import add_sweep, add_sweep_options
 
 
 class Parser(argparse.ArgumentParser):
@@ -195,6 +196,7 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
         default=None,
         help="with --after: start once they ended, whatever their state",
     )
+    add_sweep_options(submit)
     after = submit.add_argument_group("after submitting")
     after.add_argument(
         "--dry-run", action="store_true", help="print what would be submitted, submit nothing"
@@ -342,6 +344,7 @@ def build_parser(prog: str = "jupyter hyperpod") -> Parser:
     add_stacks(verb)
     add_compare(verb)
     add_chain(verb)
+    add_sweep(verb)
 
     mcp = verb(
         "mcp",

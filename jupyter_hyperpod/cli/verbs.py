@@ -44,6 +44,7 @@ from .queue_verb import do_queue
 from .session import open_api
 from .stacks_verb import do_stacks
 from .submission import build_submission, check_option_order, misplaced_options
+from .sweep_verb import do_sweep, do_sweeps, submit_sweep
 
 Verb = Callable[[argparse.Namespace, HyperPodAPI, Console, "str | None"], Outcome]
 """(options, the API, the console, the cell of %%hyperpod) -> the outcome."""
@@ -140,6 +141,8 @@ def do_submit(
 ) -> Outcome:
     check_option_order(getattr(args, "misplaced", []), console)
     body = build_submission(args, api, cell=cell)
+    if getattr(args, "sweep", None):  # one group of jobs (#24 item 3, cli/sweep_verb.py)
+        return submit_sweep(args, api, console, body)
     if args.dry_run:
         return Outcome(RichRendered.of(api.render(body)))
     job = api.submit(body)
@@ -409,6 +412,8 @@ VERBS: dict[str, Verb] = {
     "rerun": do_rerun,
     "diff": do_diff,
     "compare": do_compare,
+    "sweeps": do_sweeps,
+    "sweep": do_sweep,
     "chain": do_chain,
     "resume": do_resume,
     "forget": do_forget,

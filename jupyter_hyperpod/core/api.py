@@ -40,6 +40,7 @@ from .models import (
     TemplateInfo,
 )
 from .queue import QueueLogs, QueuePage
+from .sweeps import Sweep, SweepList
 
 SubmitBody = JobSpec | Mapping[str, Any]
 """A full job spec, or a template submission `{name, template, params}` (as REST takes them)."""
@@ -149,6 +150,23 @@ class HyperPodAPI(Protocol):
 
     def resume(self, job_id: str, *, with_changes: bool = False) -> ChainSubmitted:
         """Run a chain again from its failed link: that link and every link that waited on it."""
+        ...
+
+    def submit_sweep(self, request: Any) -> Sweep:
+        """Submit a sweep (`core/sweeps.SweepRequest`: a template, the shared params and each
+        swept parameter's values): one job per point, every one checked first (#24 item 3)."""
+        ...
+
+    def sweeps(self) -> SweepList:
+        """The user's sweeps (group rows: counts, progress, best member), newest first."""
+        ...
+
+    def sweep(self, sweep_id: str) -> Sweep:
+        """One sweep: its group row and its members, in sweep order."""
+        ...
+
+    def cancel_sweep(self, sweep_id: str) -> Sweep:
+        """Cancel every unfinished member of a sweep."""
         ...
 
     def apply(
