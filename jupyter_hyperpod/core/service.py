@@ -15,7 +15,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
@@ -157,7 +157,6 @@ class HyperPodService:
         )
         self.tracker = self.tracking.tracker
         self.watch = self.tracking.watch
-        """Step clocks, hangs and stragglers of the running jobs (`core/jobwatch.py`)."""
         self.submission = Submission(
             connection,
             paths,
@@ -195,9 +194,7 @@ class HyperPodService:
         self.queue_view = QueueView(
             connection, book, paths, job=self.job, refresh=lambda: self.refresh(max_age=0)
         )
-        """The queue snapshot, filters, pending explanations and adoption (`QueueView`)."""
         self.comparer = JobComparer(self.job, self.metrics, self.snapshots)
-        """Jobs side by side from their records and snapshots (`diff`, `compare`, #24)."""
         self.sweep_groups = SweepService(
             self.store,
             settings.user,
@@ -221,10 +218,6 @@ class HyperPodService:
     def orchestrator(self) -> Orchestrator:
         """The backend in use now (a switch replaces it: `use_orchestrator`)."""
         return self.connection.orchestrator
-
-    @property
-    def cluster_root(self) -> PurePosixPath:
-        return self.connection.cluster_root
 
     @property
     def cluster_name(self) -> str:
@@ -253,7 +246,6 @@ class HyperPodService:
 
     # -- connecting (core/connector.py) ----------------------------------------------------
     def use_orchestrator(self, kind: str, **traits: Any) -> ClusterInfo:
-        """Switch the running service to another backend (`Connector.use_orchestrator`)."""
         return self.connector.use_orchestrator(kind, **traits)
 
     def aws_clusters(self, region: str | None = None) -> AwsClusterList:
@@ -270,7 +262,6 @@ class HyperPodService:
         slurm: bool = False,
         controller_group: str | None = None,
     ) -> ClusterInfo:
-        """Connect to a HyperPod cluster through AWS and switch to it (`Connector.connect`)."""
         return self.connector.connect(
             cluster,
             region=region,
@@ -355,11 +346,8 @@ class HyperPodService:
 
     @property
     def reads_wait(self) -> bool:
-        """Whether a status read (`jobs`, `job`) may still wait: for the first refresh of a
-        process that has just started, or for the cluster's name (asked of the backend once).
-        Otherwise a read touches only the store (its own connection: never behind a write) and
-        the tracker's caches, so the server answers it at once on its loop instead of handing
-        it to a thread (the hop costs more than the read)."""
+        """Whether a status read may still wait (else the server answers it on its loop: it
+        touches only the store and the tracker's caches; `JobTracking.reads_wait`)."""
         return self.tracking.reads_wait
 
     def jobs(
@@ -379,8 +367,7 @@ class HyperPodService:
         return self.reads.stacks(job_id)
 
     def forget(self, job_id: str, *, delete_files: bool = False) -> ForgottenJob:
-        """Remove a job from the history (cancelled first if it still runs); its directory is
-        deleted only when asked (`JobControl.forget`)."""
+        """Remove a job from the history (`JobControl.forget`)."""
         return self.control.forget(job_id, delete_files=delete_files)
 
     def cancel(self, job_id: str) -> Job:

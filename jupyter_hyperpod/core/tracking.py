@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .adapters import Progress
-from .backend import FileLogReader, LogReader
+from .backend import DeferredLogReader, FileLogReader, LogReader
 from .connection import Connection
 from .jobbook import JobBook, stored
 from .jobwatch import JobWatch
@@ -156,10 +156,21 @@ class JobTracking:
 
     def log_reader(self, job: Job, data: dict[str, Any], rank: int) -> LogReader:
         """A rank's log reader; a log file stays inside the partition (no planted symlink)."""
+        if job.held is not None:  # not on the cluster yet: its log once it is (#24 holds)
+            return DeferredLogReader(lambda: self._started_log_reader(job.id, rank))
+        if job.state.finished and job.started is None and job.backend_id is None:
+            return DeferredLogReader(lambda: None)  # ended before it reached the cluster
         reader = self.connection.orchestrator.log_reader(stored(job, data), rank)
         if isinstance(reader, FileLogReader):
             reader.guard = self.partition.guard(reader.path, shown=f"the log of rank {rank}")
         return reader
+
+    def _started_log_reader(self, job_id: str, rank: int) -> LogReader | None:
+        """A held job's log reader once it is started (None while it is still held)."""
+        found = self.book.record(job_id)
+        if found is None or found[0].held is not None:
+            return None
+        return self.log_reader(found[0], found[2], rank)
 
     def forget(self, job_id: str) -> None:
         self.progress.drop(job_id)
@@ -167,8 +178,11 @@ class JobTracking:
     # -- readers ---------------------------------------------------------------------------
     @property
     def reads_wait(self) -> bool:
-        """Whether a status read may still wait: for the first refresh of a process that has
-        just started, or for the cluster's name (asked of the backend once)."""
+        """Whether a status read (`jobs`, `job`) may still wait: for the first refresh of a
+        process that has just started, or for the cluster's name (asked of the backend once).
+        Otherwise a read touches only the store (its own connection: never behind a write) and
+        the tracker's caches, so the server answers it at once on its loop instead of handing
+        it to a thread (the hop costs more than the read)."""
         return not self.tracker.first_done or self.connection.name is None
 
     def look(self) -> None:
