@@ -60,6 +60,9 @@ class Launch:
     (`JobSpec.after`, core/chains.py); the backend holds it until they end."""
     after_any: bool = False
     """With after_ids: start once they ended, whatever their state (else only if they succeeded)."""
+    rendered: RenderedJob | None = None
+    """The render the submission checked this launch with (`Submission.prepare`): a backend that
+    submits its rendered text submits this one (the spec is rendered once per submit)."""
 
 
 @dataclass

@@ -146,9 +146,9 @@ class Submission:
         launch = self.from_snapshot(launch, snapshot)
         orchestrator = self.connection.orchestrator
         # What the backend would refuse is refused before anything is stored or started
-        # (render runs the same checks).
+        # (render runs the same checks); the backend is handed this render (no second one).
         try:
-            orchestrator.render(launch)
+            launch = dataclasses.replace(launch, rendered=orchestrator.render(launch))
             job = Job(
                 id=job_id,
                 name=spec.name,

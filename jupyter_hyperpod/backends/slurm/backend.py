@@ -260,7 +260,7 @@ class SlurmOrchestrator(Orchestrator):
 
     def submit(self, launch: Launch) -> JobUpdate:
         self.commands.know_controller()
-        rendered = self.render(launch)
+        rendered = launch.rendered or self.render(launch)  # the one the submission checked
         local_dir = Path(launch.job_dir_local)
         local_dir.mkdir(parents=True, exist_ok=True)
         script = local_dir / SCRIPT_NAME
