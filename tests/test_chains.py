@@ -5,6 +5,7 @@ user's job, an unknown id) is refused and creates nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from jupyter_hyperpod.core.models import Job, JobSpec, JobState
 from jupyter_hyperpod.core.store import JobStore
 
-from .helpers import Api
+from .helpers import Api, log_text
 
 
 def write_project(partition: Path) -> Path:
@@ -70,6 +71,9 @@ async def test_a_failed_middle_link_cancels_the_rest_and_the_chain_resumes_from_
     assert cancelled["state_reason"].endswith(f"({train['id']})")
     assert cancelled["held"] is None and cancelled["backend_id"] is None
     assert evaluate["id"] not in jobs_of(partition)  # never started: no job directory
+    # Its log (never written) reads as empty, followed or not, never as a server error.
+    reply = await api.get(f"jobs/{evaluate['id']}/logs", rank=0, tail=10)
+    assert reply.status == 200 and reply.body["text"] == "", reply.body
 
     chain = (await api.get(f"jobs/{evaluate['id']}/chain")).body
     assert [link["id"] for link in chain["links"]] == [prepare["id"], train["id"], evaluate["id"]]
@@ -220,6 +224,28 @@ async def test_a_job_after_someone_elses_or_an_unknown_job_is_refused_and_create
     # with after_any it waits for it to end, whatever its state: it starts at once
     job = await api.submit({**spec, "after": [boom["id"]], "after_any": True})
     assert (await api.wait_for(job["id"], {"SUCCEEDED", "FAILED"}, 30))["state"] == "SUCCEEDED"
+
+
+async def test_a_held_jobs_log_is_empty_until_it_starts_then_followed(
+    api: Api, partition: Path
+) -> None:
+    (partition / "wait.py").write_text(
+        "import pathlib, time\nwhile not pathlib.Path('go').exists():\n    time.sleep(0.05)\n"
+    )
+    (partition / "hello.py").write_text("print('hello from the second link')\n")
+    first = await api.submit({"name": "first", "command": ["wait.py"]})
+    second = await api.submit({"name": "second", "command": ["hello.py"], "after": [first["id"]]})
+    reply = await api.get(f"jobs/{second['id']}/logs", rank=0, tail=10)
+    assert reply.status == 200 and reply.body["text"] == ""
+    # Followed while it is held: the stream waits, then reads the log once it started.
+    follow = asyncio.create_task(api.follow(second["id"], rank="0"))
+    await asyncio.sleep(1.0)
+    assert (await api.get(f"jobs/{second['id']}")).body["held"] is not None
+    (partition / "go").write_text("")
+    frames, _ = await follow
+    assert "hello from the second link" in log_text(frames, 0), frames
+    assert frames[0]["type"] == "status" and frames[0]["state"] == "PENDING"
+    assert frames[-1]["type"] == "end" and frames[-1]["state"] == "SUCCEEDED"
 
 
 async def test_a_held_job_cancelled_by_the_user_never_starts(api: Api, partition: Path) -> None:

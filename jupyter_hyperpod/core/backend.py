@@ -153,6 +153,32 @@ class LogReader(ABC):
         return data, start, end
 
 
+class DeferredLogReader(LogReader):
+    """The log of a job not started anywhere yet (a held job, core/holds.py): empty until
+    `opener` gives the started job's reader (None while it is still held), then that one's."""
+
+    def __init__(self, opener: Callable[[], LogReader | None]) -> None:
+        self.opener = opener
+        self.real: LogReader | None = None
+
+    def _reader(self) -> LogReader | None:
+        if self.real is None:
+            self.real = self.opener()
+        return self.real
+
+    def size(self) -> int:
+        reader = self._reader()
+        return reader.size() if reader is not None else 0
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        reader = self._reader()
+        return reader.read(offset, max_bytes) if reader is not None else b""
+
+    def close(self) -> None:
+        if self.real is not None:
+            self.real.close()
+
+
 class FileLogReader(LogReader):
     """A log that is a file (local ranks, Slurm output files, Kubernetes spool files)."""
 
