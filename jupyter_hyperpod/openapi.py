@@ -472,13 +472,13 @@ def _paths() -> dict[str, Any]:
                     "offsets=0:123,1:456 with rank=all. Text frames (JSON): {type: status, state, reason}, "
                     "{type: data, rank, offset (after this chunk), data}, {type: heartbeat, time}, "
                     "{type: end, state, exit_code}, {type: error, code, message, field, close}. "
+                    "With frames=binary each data frame is a binary message instead: a 13-byte "
+                    "big-endian header (kind uint8 = 1, rank uint32, offset uint64 after the "
+                    "chunk), then the log's bytes (UTF-8; docs/log-protocol.json, binary_data). "
                     "Close codes (docs/log-protocol.json, with whether to retry): 1000 job ended "
                     "(reason 'job <STATE>'), 1001 going away, 1011 server error (retry a few times), "
                     "4000 bad request, 4003 forbidden, 4004 no such job, 4009 job of another "
                     "cluster, 4503 cluster unreachable (retry)."
-                    "With frames=binary each data frame is a binary message instead: a 13-byte "
-                    "big-endian header (kind uint8 = 1, rank uint32, offset uint64 after the "
-                    "chunk), then the log's bytes (UTF-8; docs/log-protocol.json, binary_data). "
                 ),
                 "parameters": [
                     _query("rank", {"type": "string", "default": "0"}, "Rank number or 'all'"),
@@ -488,15 +488,15 @@ def _paths() -> dict[str, Any]:
                         "Resume from this byte",
                     ),
                     _query("offsets", {"type": "string"}, "Per-rank offsets with rank=all"),
-                ],
-                "responses": {"101": {"description": "Switching protocols"}, **_errors()},
-            },
-        },
                     _query(
                         "frames",
                         {"type": "string", "enum": ["text", "binary"], "default": "text"},
                         "How data frames travel: JSON text, or binary (a header and the bytes)",
                     ),
+                ],
+                "responses": {"101": {"description": "Switching protocols"}, **_errors()},
+            },
+        },
         "/feed": {
             "get": {
                 "summary": "WebSocket: the job changes the tracker sees, pushed",
