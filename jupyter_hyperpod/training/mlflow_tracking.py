@@ -7,10 +7,12 @@ the output directory. Only rank 0 talks to MLflow.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,25 @@ def resolve_tracking_uri(config: TrainingConfig) -> str:
 def _prepare_uri(uri: str) -> None:
     if uri.startswith("sqlite:///"):
         Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.contextmanager
+def _sqlite_first_use(uri: str) -> Iterator[None]:
+    """One process at a time makes (or migrates) a sqlite store: jobs that start together (a
+    sweep's members, #24) would otherwise race on MLflow's schema migration ("table ... already
+    exists", "Online migration expected to match one row")."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    lock = Path(uri[len("sqlite:///") :] + ".init-lock")
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # MLflow's REST client retries a refused connection 7 times with exponential backoff (minutes):
@@ -74,7 +95,8 @@ def check_tracking_uri(mlflow: Any, uri: str) -> None:
     saved = {key: os.environ.get(key) for key in _FAST_FAIL}
     os.environ.update(_FAST_FAIL)
     try:
-        mlflow.MlflowClient(uri).search_experiments(max_results=1)
+        with _sqlite_first_use(uri):
+            mlflow.MlflowClient(uri).search_experiments(max_results=1)
     except Exception as error:
         where = uri
         endpoint = os.environ.get("SAGEMAKER_MLFLOW_CUSTOM_ENDPOINT")
@@ -241,6 +263,13 @@ class Tracker:
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         if self.active:
             self._mlflow.log_metrics(metrics, step=step, synchronous=False)
+
+    def flush(self) -> None:
+        """Wait until every metric logged so far is stored. A checkpoint calls this first: a
+        run resumed from step N never logs steps <= N again, so those must not still sit in
+        the async queue when the node dies."""
+        if self.active:
+            self._mlflow.flush_async_logging()
 
     def set_tags(self, tags: dict[str, str]) -> None:
         if self.active:

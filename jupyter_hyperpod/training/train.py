@@ -400,6 +400,7 @@ def _train_model(
                     "epoch": done / plan.steps_per_epoch,
                     "job_id": job_id,
                 }
+                tracker.flush()  # the metrics up to this step are stored before the checkpoint
                 path = save_checkpoint(
                     config.checkpoints_path,
                     done,

@@ -353,6 +353,9 @@ def test_an_interrupted_follow_says_the_cli_s_cancel(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As in a terminal: a suite started in the background (`cmd &` in a script) ignores
+        # SIGINT, a child inherits that, and Python then installs no KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert follower.stdout is not None
