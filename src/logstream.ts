@@ -4,6 +4,10 @@
  */
 
 import { JobState } from './models';
+import { CLOSE_CODES, decodeBinaryFrame, LogFrame } from './logframes';
+
+export { BINARY_DATA, CLOSE_CODES, decodeBinaryFrame } from './logframes';
+export type { ICloseCode, LogFrame } from './logframes';
 
 /** What the stream is doing, to tell the user. */
 export type StreamPhase =
@@ -16,23 +20,6 @@ export interface IStreamStatus {
   /** Seconds until the next try, when reconnecting. */
   retryIn?: number;
 }
-
-/**
- * The frames the server sends: JSON text frames, and with `frames=binary` in the URL each data
- * frame as a binary message (`BINARY_DATA`: a header, then the log's bytes).
- */
-export type LogFrame =
-  | { type: 'status'; state: JobState; reason?: string | null }
-  | { type: 'data'; rank: number; offset: number; data: string }
-  | { type: 'heartbeat'; time: number }
-  | { type: 'end'; state: JobState; exit_code?: number | null }
-  | {
-      type: 'error';
-      message: string;
-      code?: string;
-      field?: string | null;
-      close?: number;
-    };
 
 /** The subset of the WebSocket API the stream uses (tests give a fake). */
 export interface ISocketLike {
@@ -65,74 +52,6 @@ export interface ILogStreamOptions {
   inactivityTimeout?: number;
   /** Offsets to start from (after a snapshot). */
   offsets?: Map<number, number>;
-}
-
-/**
- * What a close code means for a retry: `never`, `backoff` (reconnect with growing delays) or
- * `limited` (at most `maxRetries` reconnects in a row without new text, then give up).
- */
-export interface ICloseCode {
-  retry: 'never' | 'backoff' | 'limited';
-  maxRetries?: number;
-  message: string;
-}
-
-/**
- * Close codes the server uses: a copy of the table of the server's log protocol
- * (jupyter_hyperpod/core/logprotocol.py, docs/log-protocol.json), checked by the tests.
- */
-export const CLOSE_CODES: Record<number, ICloseCode> = {
-  1000: { retry: 'never', message: 'The log is complete.' },
-  1001: {
-    retry: 'backoff',
-    message: 'The server is shutting down or restarting.'
-  },
-  1011: {
-    retry: 'limited',
-    maxRetries: 5,
-    message: 'The server failed while following the log.'
-  },
-  4000: { retry: 'never', message: 'The server refused the log request.' },
-  4003: { retry: 'never', message: 'You may not read this log.' },
-  4004: { retry: 'never', message: 'This job no longer exists.' },
-  4009: {
-    retry: 'never',
-    message:
-      'The job belongs to another cluster than the one the server is connected to.'
-  },
-  4503: {
-    retry: 'backoff',
-    message: 'The cluster cannot be reached right now.'
-  }
-};
-
-/**
- * A binary data frame's header (big-endian): kind (uint8, 1 for data), rank (uint32), offset
- * after the chunk (uint64). A copy of the server's layout (docs/log-protocol.json,
- * `binary_data`), checked by the tests.
- */
-export const BINARY_DATA = { kind: 1, headerBytes: 13 };
-
-/** A binary data frame as the data frame it carries (null: a kind this client does not know). */
-export function decodeBinaryFrame(
-  buffer: ArrayBuffer,
-  decoder: TextDecoder = new TextDecoder()
-): { type: 'data'; rank: number; offset: number; data: string } | null {
-  if (buffer.byteLength < BINARY_DATA.headerBytes) {
-    return null;
-  }
-  const view = new DataView(buffer);
-  if (view.getUint8(0) !== BINARY_DATA.kind) {
-    return null;
-  }
-  const offset = view.getUint32(5) * 2 ** 32 + view.getUint32(9);
-  return {
-    type: 'data',
-    rank: view.getUint32(1),
-    offset,
-    // Invalid UTF-8 becomes U+FFFD, as the server's text frame has it.
-    data: decoder.decode(new Uint8Array(buffer, BINARY_DATA.headerBytes))
-  };
 }
 
 export class LogStream {

@@ -3,7 +3,7 @@
 Every way of following a job's log uses this module: the WebSocket handler (`handlers.py`, frames
 as JSON text, with `frames=binary` the data frames as binary messages, then a close code), the
 in-process follow of the CLI and the magics (the same frames as `LogEvent`s) and the REST client
-(`client.py`, which reads the frames and the close codes back). The panel (`src/logstream.ts`)
+(`client.py`, which reads the frames and the close codes back). The panel (`src/logframes.ts`, read by `src/logstream.ts`)
 keeps a copy of the close-code table and of the binary header; `docs/log-protocol.json` is
 the table as data (`python -m jupyter_hyperpod.core.logprotocol > docs/log-protocol.json`) and the
 tests of both clients check their copies against it.
