@@ -58,3 +58,30 @@ export function smooth(values: number[], weight: number): number[] {
     return last / (1 - Math.pow(weight, count));
   });
 }
+
+/**
+ * Several runs' histories of one metric on one step axis (uPlot's aligned data): every step any
+ * run logged, in order, then one column per run with null where that run has no point there
+ * (each column smoothed over its own points first when `weight` is above 0).
+ */
+export function alignByStep(
+  histories: IMetricPoint[][],
+  weight = 0
+): [number[], ...(number | null)[][]] {
+  const series = histories.map(points => {
+    const [steps, values] = metricSeries(points);
+    return [steps, smooth(values, weight)] as const;
+  });
+  const steps = Array.from(new Set(series.flatMap(([s]) => s))).sort(
+    (a, b) => a - b
+  );
+  const index = new Map(steps.map((step, i) => [step, i]));
+  const columns = series.map(([s, values]) => {
+    const column: (number | null)[] = steps.map(() => null);
+    s.forEach((step, i) => {
+      column[index.get(step)!] = values[i];
+    });
+    return column;
+  });
+  return [steps, ...columns];
+}

@@ -1,4 +1,11 @@
-import { fireEvent, render, screen, waitFor } from '@testing-library/react';
+import {
+  act,
+  fireEvent,
+  render,
+  screen,
+  waitFor,
+  within
+} from '@testing-library/react';
 import * as React from 'react';
 
 import { HyperpodClient, MAX_COMPARED } from '../api';
@@ -10,14 +17,69 @@ import {
 import { comparisonRows } from '../components/compare/ComparisonTable';
 import { JobsView } from '../components/JobsView';
 import { ApiError } from '../handler';
+import { alignByStep } from '../metrics';
 import { HyperpodModel } from '../model';
 import { IJob } from '../models';
 import { DEFAULT_SETTINGS } from '../settings';
-import { CODE_DIFF, makeComparison, makeDiff } from './compareFixtures';
+import {
+  CODE_DIFF,
+  makeComparedJob,
+  makeComparison,
+  makeDiff,
+  makeJobMetrics,
+  points
+} from './compareFixtures';
 import { makeJob } from './fixtures';
 
+// uPlot draws on a canvas, which jsdom lacks: record what each chart is given instead.
+interface IPlot {
+  metric: string | null;
+  labels: string[];
+  colors: string[];
+  data: unknown;
+}
+const plots: IPlot[] = [];
+jest.mock('uplot', () =>
+  jest
+    .fn()
+    .mockImplementation((options: any, data: unknown, host: HTMLElement) => {
+      const plot: IPlot & Record<string, unknown> = {
+        width: 200,
+        metric: host.closest('figure')!.getAttribute('data-metric'),
+        labels: options.series.slice(1).map((s: any) => s.label),
+        colors: options.series.slice(1).map((s: any) => s.stroke),
+        data,
+        setData(next: unknown) {
+          plot.data = next;
+        },
+        setSize: () => undefined,
+        destroy: () => {
+          plots.splice(plots.indexOf(plot), 1);
+        }
+      };
+      plots.push(plot);
+      return plot;
+    })
+);
+
+(globalThis as any).ResizeObserver = class {
+  observe() {
+    return undefined;
+  }
+  disconnect() {
+    return undefined;
+  }
+};
+
+/** The chart of a metric now on the page. */
+function plotOf(metric: string): IPlot {
+  const found = plots.filter(plot => plot.metric === metric);
+  expect(found).toHaveLength(1);
+  return found[0];
+}
+
 /** A client answering the fixtures, recording what was asked. */
-function compareClient(failDiff = false) {
+function compareClient(failDiff = false, failMetrics: string[] = []) {
   const asked: string[] = [];
   const client: CompareClient = {
     compare: async (ids: string[]) => {
@@ -30,9 +92,29 @@ function compareClient(failDiff = false) {
         throw new ApiError('Job job-b not found', 404, 'NotFound');
       }
       return makeDiff();
+    },
+    metrics: async (id: string) => {
+      asked.push(`metrics ${id}`);
+      if (failMetrics.includes(id)) {
+        throw new ApiError(
+          'MLflow at http://mlflow:5000 does not answer: start it, or set HyperPodApp.mlflow_tracking_uri',
+          503,
+          'MlflowUnavailable'
+        );
+      }
+      return makeJobMetrics(id);
     }
   };
   return { client, asked };
+}
+
+/** Three jobs: job-c ran no MLflow run. */
+function threeJobs() {
+  const comparison = makeComparison();
+  comparison.jobs.push(
+    makeComparedJob({ id: 'job-c', name: 'qlora-c', state: 'FAILED' })
+  );
+  return comparison;
 }
 
 function rowCells(key: string): string[] {
@@ -47,7 +129,7 @@ describe('CompareView', () => {
     render(<CompareView client={client} ids={['job-a', 'job-b']} />);
     await screen.findByRole('table', { name: 'Jobs side by side' });
     const heads = Array.from(
-      document.querySelectorAll('.jp-hyperpod-CompareTable thead th')
+      document.querySelectorAll('.jp-hyperpod-CompareTable > thead th')
     ).map(th => th.textContent);
     expect(heads).toEqual(['Job', 'qlora-a', 'qlora-b']);
     expect(rowCells('state')).toEqual(['SUCCEEDED', 'FAILED']);
@@ -58,13 +140,18 @@ describe('CompareView', () => {
     expect(rowCells('value:train.yaml:lora.r')).toEqual(['8', '–']);
     expect(rowCells('metric:loss')).toEqual(['0.812300', '1.50000']);
     expect(rowCells('metric:eval_loss')).toEqual(['0.900000', '–']);
-    expect(rowCells('rouge:rouge1')).toEqual(['–', '0.4900 (+0.2900)']);
-    expect(rowCells('rouge:rougeL')).toEqual(['–', '0.1700 (−0.0100)']);
+    // The ROUGE scores in their table only, not again as a metric row.
+    expect(document.querySelector('tr[data-row^="metric:eval_rouge"]')).toBe(
+      null
+    );
     expect(screen.getByText('job-b: MLflow run not found')).toBeTruthy();
-    expect(asked).toEqual(['compare job-a,job-b', 'diff job-a job-b']);
+    expect(asked.slice(0, 2)).toEqual([
+      'compare job-a,job-b',
+      'diff job-a job-b'
+    ]);
   });
 
-  it('orders rows: outcome, differing values, metrics, ROUGE', () => {
+  it('orders rows: outcome, differing values, metrics (loss first), ROUGE', () => {
     expect(comparisonRows(makeComparison()).map(r => r.key)).toEqual([
       'state',
       'duration',
@@ -72,11 +159,46 @@ describe('CompareView', () => {
       'commit',
       'value:env.LR',
       'value:train.yaml:lora.r',
-      'metric:eval_loss',
       'metric:loss',
-      'rouge:rouge1',
-      'rouge:rougeL'
+      'metric:eval_loss',
+      'rouge'
     ]);
+  });
+
+  it('shows an evaluate job’s ROUGE as its own view does: base, fine-tuned, Δ per variant', async () => {
+    const { client } = compareClient();
+    render(<CompareView client={client} ids={['job-a', 'job-b']} />);
+    await screen.findByRole('table', { name: 'Jobs side by side' });
+    const row = document.querySelector('tr[data-row="rouge"]')!;
+    expect(row.querySelector('th')!.textContent).toBe(
+      'ROUGE (base vs fine-tuned)'
+    );
+    const [a, b] = Array.from(row.querySelectorAll(':scope > td'));
+    expect(a.textContent).toBe('–');
+    // The evaluate job's RougeTable (EvaluateView's), in its column.
+    const table = within(b as HTMLElement).getByRole('table', {
+      name: 'ROUGE: fine-tuned vs base'
+    });
+    expect(table.classList.contains('jp-hyperpod-RougeTable')).toBe(true);
+    expect(
+      Array.from(table.querySelectorAll(':scope > thead th')).map(
+        th => th.textContent
+      )
+    ).toEqual(['ROUGE', 'Base', 'Fine-tuned', 'Δ']);
+    expect(
+      Array.from(table.querySelectorAll(':scope > tbody > tr')).map(tr =>
+        Array.from(tr.children).map(cell => cell.textContent)
+      )
+    ).toEqual([
+      ['rouge1', '0.2000', '0.4900', '+0.2900'],
+      ['rougeL', '0.1800', '0.1700', '−0.0100']
+    ]);
+    expect(
+      table.querySelector('tr[data-rouge="rougeL"] td.jp-mod-down')
+    ).not.toBeNull();
+    expect(b.textContent).toContain(
+      'Mean F1 on 32 test examples, up to 64 new tokens.'
+    );
   });
 
   it('shows two jobs’ diff: spec, configs, code collapsed, packages, notes', async () => {
@@ -137,7 +259,8 @@ describe('CompareView', () => {
     };
     const client: CompareClient = {
       compare: async () => makeComparison(),
-      diff: async () => diff
+      diff: async () => diff,
+      metrics: async (id: string) => makeJobMetrics(id)
     };
     render(<CompareView client={client} ids={['job-a', 'job-b']} />);
     const code = await screen.findByRole('region', { name: 'Code' });
@@ -151,15 +274,22 @@ describe('CompareView', () => {
 
   it('asks no diff for three jobs, and compares again on Refresh', async () => {
     const { client, asked } = compareClient();
+    client.compare = async (ids: string[]) => {
+      asked.push(`compare ${ids.join(',')}`);
+      return threeJobs();
+    };
     render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
     await screen.findByRole('table', { name: 'Jobs side by side' });
     expect(screen.queryByRole('region', { name: 'Spec' })).toBeNull();
+    await screen.findByRole('group', { name: 'Training curves' });
     fireEvent.click(screen.getByTitle('Compare again'));
-    await waitFor(() => expect(asked.length).toBe(2));
-    expect(asked).toEqual([
+    await waitFor(() => expect(asked.length).toBe(8));
+    expect(asked.filter(line => line.startsWith('compare'))).toEqual([
       'compare job-a,job-b,job-c',
       'compare job-a,job-b,job-c'
     ]);
+    // Each job's curves loaded again too.
+    expect(asked.filter(line => line === 'metrics job-c')).toHaveLength(2);
   });
 
   it('shows the server’s message when the diff fails, the table still', async () => {
@@ -174,6 +304,158 @@ describe('CompareView', () => {
   it('keys a set by its ids in any order', () => {
     expect(compareKey(['b', 'a'])).toBe(compareKey(['a', 'b']));
     expect(compareKey(['a', 'b'])).not.toBe(compareKey(['a', 'b', 'c']));
+  });
+});
+
+describe('CompareView: metric curves', () => {
+  function threeClient(failMetrics: string[] = []) {
+    const { client, asked } = compareClient(false, failMetrics);
+    client.compare = async () => threeJobs();
+    return { client, asked };
+  }
+
+  it('overlays each metric: one line per job, named in the legend, aligned by step', async () => {
+    const { client } = threeClient();
+    render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
+    const training = await screen.findByRole('group', {
+      name: 'Training curves'
+    });
+    // Training first, as the Metrics tab orders it: loss, eval loss, learning rate.
+    expect(
+      Array.from(training.querySelectorAll('figure')).map(f =>
+        f.getAttribute('data-metric')
+      )
+    ).toEqual(['loss', 'eval_loss', 'learning_rate']);
+    // A one-point metric is a final value (the table's), not a curve.
+    expect(document.querySelector('figure[data-metric="train_runtime"]')).toBe(
+      null
+    );
+    const loss = plotOf('loss');
+    expect(loss.labels).toEqual(['qlora-a', 'qlora-b']);
+    // Every step either job logged, each job's value there or null (job-b logs every other).
+    expect(loss.data).toEqual([
+      [1, 2, 3, 4],
+      [2.0, 1.5, 1.2, null],
+      [null, 2.1, null, 1.0]
+    ]);
+    // One colour per job, the same in every chart (and its column's swatch).
+    expect(loss.colors[0]).not.toBe(loss.colors[1]);
+    const evalLoss = plotOf('eval_loss');
+    expect(evalLoss.labels).toEqual(['qlora-a']);
+    expect(evalLoss.colors).toEqual([loss.colors[0]]);
+    expect(plotOf('learning_rate').colors).toEqual(loss.colors);
+    expect(
+      training.querySelector('figure[data-metric="eval_loss"] figcaption')!
+        .textContent
+    ).toBe('eval_loss1 of 3 jobs');
+    const swatches = Array.from(
+      document.querySelectorAll<HTMLElement>(
+        '.jp-hyperpod-CompareTable thead .jp-hyperpod-Swatch'
+      )
+    ).map(el => el.dataset.series);
+    expect(swatches).toEqual(['0', '1', '2']);
+    // System metrics folded away, as in the Metrics tab.
+    const system = document.querySelector<HTMLDetailsElement>(
+      'details.jp-hyperpod-MetricsSystem'
+    )!;
+    expect(system.open).toBe(false);
+    expect(plotOf('system/cpu_utilization_percentage').labels).toEqual([
+      'qlora-b'
+    ]);
+    // The job without a run says so.
+    const missing = screen.getByRole('list', { name: 'Jobs without curves' });
+    expect(missing.textContent).toBe(
+      'qlora-c: No MLflow run is tagged with this job'
+    );
+  });
+
+  it('smooths each job’s line over its own points, keeping the steps it lacks empty', async () => {
+    const { client } = threeClient();
+    render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
+    await screen.findByRole('group', { name: 'Training curves' });
+    act(() => {
+      fireEvent.change(screen.getByLabelText('Smoothing'), {
+        target: { value: '0.6' }
+      });
+    });
+    const [steps, a, b] = plotOf('loss').data as number[][];
+    expect(steps).toEqual([1, 2, 3, 4]);
+    // Debiased EMA: the first point stays, the next leans on it.
+    expect(a[0]).toBeCloseTo(2.0);
+    expect(a[1]).toBeCloseTo((0.6 * 0.4 * 2.0 + 0.4 * 1.5) / (1 - 0.36));
+    expect(a[3]).toBeNull();
+    expect(b[0]).toBeNull();
+    expect(b[1]).toBeCloseTo(2.1);
+    expect(b[3]).toBeCloseTo((0.6 * 0.4 * 2.1 + 0.4 * 1.0) / (1 - 0.36));
+  });
+
+  it('names a job whose metrics fail, with the server’s message, and draws the others', async () => {
+    const { client } = threeClient(['job-b']);
+    render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
+    await screen.findByRole('group', { name: 'Training curves' });
+    expect(plotOf('loss').labels).toEqual(['qlora-a']);
+    const missing = screen.getByRole('list', { name: 'Jobs without curves' });
+    expect(
+      Array.from(missing.querySelectorAll('li')).map(li => li.textContent)
+    ).toEqual([
+      'qlora-b: MLflow at http://mlflow:5000 does not answer: start it, or set HyperPodApp.mlflow_tracking_uri',
+      'qlora-c: No MLflow run is tagged with this job'
+    ]);
+  });
+
+  it('says so when no job logged a curve', async () => {
+    const { client } = compareClient();
+    client.compare = async () => ({
+      ...threeJobs(),
+      jobs: [
+        threeJobs().jobs[2],
+        { ...threeJobs().jobs[2], id: 'job-d', name: 'qlora-d' }
+      ]
+    });
+    render(<CompareView client={client} ids={['job-c', 'job-d']} />);
+    expect(
+      await screen.findByText('None of these jobs logged a metric curve.')
+    ).toBeTruthy();
+    expect(screen.queryByLabelText('Smoothing')).toBeNull();
+    expect(
+      screen.getByRole('list', { name: 'Jobs without curves' }).children
+    ).toHaveLength(2);
+  });
+
+  it('tells two jobs of one name apart in the legend', async () => {
+    const { client } = compareClient();
+    client.compare = async () => {
+      const comparison = makeComparison();
+      comparison.jobs[1].name = 'qlora-a';
+      return comparison;
+    };
+    render(<CompareView client={client} ids={['job-a', 'job-b']} />);
+    await screen.findByRole('group', { name: 'Training curves' });
+    expect(plotOf('loss').labels).toEqual([
+      'qlora-a (job-a)',
+      'qlora-a (job-b)'
+    ]);
+  });
+});
+
+describe('alignByStep', () => {
+  it('puts runs on every step any logged, the last value of a repeated step winning', () => {
+    expect(
+      alignByStep([
+        points([
+          [3, 1],
+          [1, 3],
+          [3, 2]
+        ]),
+        points([[2, 5]]),
+        []
+      ])
+    ).toEqual([
+      [1, 2, 3],
+      [3, null, 2],
+      [null, 5, null],
+      [null, null, null]
+    ]);
   });
 });
 

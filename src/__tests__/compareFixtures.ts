@@ -2,7 +2,13 @@
  * Answers of `GET compare` and `GET jobs/{a}/diff/{b}` as the server types them (the generated
  * JobComparison / JobDiff): a learning-rate change between two QLoRA runs and an evaluate job.
  */
-import { IComparedJob, IJobComparison, IJobDiff } from '../models';
+import {
+  IComparedJob,
+  IJobComparison,
+  IJobDiff,
+  IJobMetrics,
+  IMetricPoint
+} from '../models';
 
 export function makeComparedJob(extra: Partial<IComparedJob>): IComparedJob {
   return {
@@ -40,7 +46,10 @@ export function makeComparison(): IJobComparison {
         exit_code: 1,
         dirty: true,
         values: { 'env.LR': '5e-4', 'train.yaml:lora.r': null },
-        final_metrics: { loss: { step: 20, value: 1.5, timestamp: 2 } },
+        final_metrics: {
+          loss: { step: 20, value: 1.5, timestamp: 2 },
+          eval_rouge1_finetuned: { step: 0, value: 0.49, timestamp: 2 }
+        },
         evaluation: {
           rouge: [
             { name: 'rouge1', base: 0.2, finetuned: 0.49, delta: 0.29 },
@@ -53,7 +62,7 @@ export function makeComparison(): IJobComparison {
       })
     ],
     differing: ['env.LR', 'train.yaml:lora.r'],
-    metrics: ['eval_loss', 'loss'],
+    metrics: ['eval_loss', 'eval_rouge1_finetuned', 'loss'],
     notes: ['job-b: MLflow run not found']
   };
 }
@@ -113,5 +122,74 @@ export function makeDiff(): IJobDiff {
       ]
     },
     notes: ['job-a: no resolved config recorded for eval.yaml']
+  };
+}
+
+/** MLflow points at these steps with these values. */
+export function points(pairs: [number, number][]): IMetricPoint[] {
+  return pairs.map(([step, value]) => ({ step, value, timestamp: step }));
+}
+
+/**
+ * `GET jobs/{id}/metrics` of the compared jobs: job-a logs every step, job-b every other step
+ * (and a system metric), job-c no run at all.
+ */
+export function makeJobMetrics(id: string): IJobMetrics {
+  const run = {
+    run_id: `run-${id}`,
+    experiment_id: '1',
+    status: 'FINISHED',
+    url: null
+  };
+  if (id === 'job-a') {
+    return {
+      run,
+      metrics: {
+        learning_rate: points([
+          [1, 1e-4],
+          [2, 1e-4],
+          [3, 1e-4]
+        ]),
+        eval_loss: points([
+          [2, 1.9],
+          [3, 1.7]
+        ]),
+        loss: points([
+          [1, 2.0],
+          [2, 1.5],
+          [3, 1.2]
+        ]),
+        train_runtime: points([[3, 12.5]])
+      },
+      message: null,
+      evaluation: null
+    };
+  }
+  if (id === 'job-b') {
+    return {
+      run,
+      metrics: {
+        loss: points([
+          [2, 2.1],
+          [4, 1.0]
+        ]),
+        learning_rate: points([
+          [2, 5e-4],
+          [4, 5e-4]
+        ]),
+        'system/cpu_utilization_percentage': points([
+          [2, 30],
+          [4, 35]
+        ])
+      },
+      message: null,
+      evaluation: null
+    };
+  }
+  return {
+    run: null,
+    metrics: {},
+    message: 'No MLflow run is tagged with this job',
+    evaluation: null
   };
 }

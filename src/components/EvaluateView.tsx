@@ -43,7 +43,13 @@ export function generationLine(progress: IJobProgress): string {
   return parts.join(' · ');
 }
 
-function RougeTable(props: { evaluation: IEvaluationMetrics }): JSX.Element {
+/**
+ * Every ROUGE variant of an evaluation: base, fine-tuned and the delta (the evaluate job's view,
+ * and each evaluate job's cell in the comparison).
+ */
+export function RougeTable(props: {
+  evaluation: IEvaluationMetrics;
+}): JSX.Element {
   const { evaluation } = props;
   const facts = [
     evaluation.samples !== null ? `${evaluation.samples} test examples` : null,

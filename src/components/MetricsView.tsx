@@ -9,42 +9,14 @@ import { asApiError } from '../model';
 import { IJob, IJobMetrics, IMetricPoint } from '../models';
 import { ErrorMessage, Loading } from './common';
 import { EvaluateView, isEvaluateJob } from './EvaluateView';
+import {
+  ILine,
+  LineChart,
+  SmoothingSelect,
+  tickLabel,
+  useThemeKey
+} from './LineChart';
 import { usePoll } from './usePoll';
-
-/** Axis labels that stay readable for tiny values such as learning rates. */
-export function tickLabel(value: number | null): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) {
-    return '';
-  }
-  if (value === 0) {
-    return '0';
-  }
-  const magnitude = Math.abs(value);
-  if (magnitude < 1e-3 || magnitude >= 1e6) {
-    return value.toExponential(1);
-  }
-  return String(Number(value.toPrecision(3)));
-}
-
-function cssVar(name: string, fallback: string): string {
-  return (
-    getComputedStyle(document.body).getPropertyValue(name).trim() || fallback
-  );
-}
-
-/** A counter that changes when JupyterLab's theme changes (light/dark, or another theme). */
-export function useThemeKey(): number {
-  const [key, setKey] = React.useState(0);
-  React.useEffect(() => {
-    const watch = new MutationObserver(() => setKey(k => k + 1));
-    watch.observe(document.body, {
-      attributes: true,
-      attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name']
-    });
-    return () => watch.disconnect();
-  }, []);
-  return key;
-}
 
 /** A metric with one value is a number, not a chart of one dot. */
 function SingleValue(props: {
@@ -69,15 +41,13 @@ function SingleValue(props: {
   );
 }
 
-/** One metric's curve, drawn by uPlot and updated in place. */
+/** One metric's curve and, with smoothing on, its smoothed line over it (faint raw line). */
 function Chart(props: {
   name: string;
   points: IMetricPoint[];
   smoothing: number;
   themeKey: number;
 }): JSX.Element {
-  const hostRef = React.useRef<HTMLDivElement>(null);
-  const plotRef = React.useRef<uPlot | null>(null);
   const smoothed = props.smoothing > 0;
   const data = React.useMemo(() => {
     const [steps, values] = metricSeries(props.points);
@@ -85,96 +55,45 @@ function Chart(props: {
       ? ([steps, values, smooth(values, props.smoothing)] as uPlot.AlignedData)
       : ([steps, values] as uPlot.AlignedData);
   }, [props.points, props.smoothing]);
-
-  // Built again when the theme changes (uPlot keeps the colours it was given) or smoothing
-  // is turned on or off (one series more).
-  React.useEffect(() => {
-    const host = hostRef.current!;
-    const width = Math.max(200, host.clientWidth);
-    const axis = {
-      stroke: cssVar('--jp-ui-font-color2', '#666'),
-      grid: { stroke: cssVar('--jp-border-color2', '#ddd'), width: 1 },
-      ticks: { stroke: cssVar('--jp-border-color2', '#ddd'), width: 1 }
-    };
-    // The colours drawn on the canvas, readable in the page (tests, themes).
-    host.dataset.axisColor = axis.stroke;
-    const plot = new uPlot(
-      {
-        width,
-        height: 180,
-        legend: { show: true },
-        cursor: { drag: { x: true, y: false } },
-        scales: { x: { time: false } },
-        axes: [
-          { ...axis, label: 'step' },
-          {
-            ...axis,
-            size: 64,
-            values: (_plot: uPlot, splits: number[]) => splits.map(tickLabel)
-          }
-        ],
-        series: [
-          { label: 'step' },
-          smoothed
-            ? {
-                label: props.name,
-                stroke: cssVar('--jp-brand-color3', '#90caf9'),
-                width: 1,
-                points: { show: false }
-              }
-            : {
-                label: props.name,
-                stroke: cssVar('--jp-brand-color1', '#1976d2'),
-                width: 2,
-                points: { show: data[0].length < 40 }
-              },
-          ...(smoothed
-            ? [
-                {
-                  label: 'smoothed',
-                  stroke: cssVar('--jp-brand-color1', '#1976d2'),
-                  width: 2,
-                  points: { show: false }
-                }
-              ]
-            : [])
-        ]
-      },
-      data,
-      host
-    );
-    plotRef.current = plot;
-    const resize = new ResizeObserver(() => {
-      const w = host.clientWidth;
-      if (w > 0 && Math.abs(w - plot.width) > 2) {
-        plot.setSize({ width: w, height: 180 });
-      }
-    });
-    resize.observe(host);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-      plotRef.current = null;
-    };
-  }, [props.themeKey, smoothed]);
-
-  React.useEffect(() => {
-    plotRef.current?.setData(data);
-  }, [data]);
-
+  const lines: ILine[] = smoothed
+    ? [
+        {
+          label: props.name,
+          color: '--jp-brand-color3',
+          fallback: '#90caf9',
+          width: 1
+        },
+        {
+          label: 'smoothed',
+          color: '--jp-brand-color1',
+          fallback: '#1976d2',
+          width: 2
+        }
+      ]
+    : [
+        {
+          label: props.name,
+          color: '--jp-brand-color1',
+          fallback: '#1976d2',
+          width: 2,
+          points: data[0].length < 40
+        }
+      ];
   const last = props.points[props.points.length - 1];
   return (
-    <figure className="jp-hyperpod-Chart" data-metric={props.name}>
-      <figcaption>
-        <span className="jp-hyperpod-Chart-name">{props.name}</span>
-        {last && (
+    <LineChart
+      name={props.name}
+      data={data}
+      lines={lines}
+      themeKey={props.themeKey}
+      caption={
+        last && (
           <span className="jp-hyperpod-Chart-last">
             {tickLabel(last.value)} at step {last.step}
           </span>
-        )}
-      </figcaption>
-      <div ref={hostRef} className="jp-hyperpod-Chart-plot" />
-    </figure>
+        )
+      }
+    />
   );
 }
 
@@ -248,20 +167,7 @@ export function MetricsView(props: {
         )}
         <span className="jp-hyperpod-Spacer" />
         {names.length > 0 && (
-          <label className="jp-hyperpod-Smoothing">
-            Smoothing
-            <select
-              className="jp-mod-styled"
-              aria-label="Smoothing"
-              value={String(smoothing)}
-              onChange={event => setSmoothing(Number(event.target.value))}
-            >
-              <option value="0">off</option>
-              <option value="0.6">0.6</option>
-              <option value="0.8">0.8</option>
-              <option value="0.95">0.95</option>
-            </select>
-          </label>
+          <SmoothingSelect value={smoothing} onChange={setSmoothing} />
         )}
         {metrics?.run?.url ? (
           <a

@@ -1,7 +1,8 @@
 /**
- * The comparison tab: jobs side by side (`GET compare`) and, for two jobs, what differs
- * between them (`GET jobs/{a}/diff/{b}`); each loaded on open and on Refresh, each failing
- * on its own with the server's message.
+ * The comparison tab: jobs side by side (`GET compare`), their metric curves overlaid (each
+ * job's `GET jobs/{id}/metrics`) and, for two jobs, what differs between them
+ * (`GET jobs/{a}/diff/{b}`); each loaded on open and on Refresh, each failing on its own with
+ * the server's message.
  */
 import { ReactWidget } from '@jupyterlab/ui-components';
 import * as React from 'react';
@@ -12,10 +13,12 @@ import { asApiError } from '../../model';
 import { IJobComparison, IJobDiff } from '../../models';
 import { ErrorMessage, Loading, RefreshButton } from '../common';
 import { ViewBoundary } from '../ViewBoundary';
+import { CompareCurves, CurvesClient } from './CompareCurves';
 import { ComparisonTable } from './ComparisonTable';
 import { JobDiffView } from './JobDiffView';
 
-export type CompareClient = Pick<HyperpodClient, 'compare' | 'diff'>;
+export type CompareClient = Pick<HyperpodClient, 'compare' | 'diff'> &
+  CurvesClient;
 
 export interface ICompareViewProps {
   client: CompareClient;
@@ -61,6 +64,8 @@ export function CompareView(props: ICompareViewProps): JSX.Element {
   for (const job of comparison?.value?.jobs ?? []) {
     names[job.id] = job.name;
   }
+  // The columns' order and names once the comparison has them (the curves' colours follow it).
+  const jobs = comparison?.value?.jobs ?? ids.map(id => ({ id, name: id }));
   return (
     <div className="jp-hyperpod-View jp-hyperpod-CompareView">
       <div className="jp-hyperpod-Compare-head">
@@ -88,6 +93,9 @@ export function CompareView(props: ICompareViewProps): JSX.Element {
         </>
       ) : (
         <ErrorMessage error={comparison.error} />
+      )}
+      {comparison !== null && (
+        <CompareCurves client={client} jobs={jobs} serial={serial} />
       )}
       {ids.length === 2 &&
         (diff === null ? (

@@ -1,14 +1,17 @@
 /**
  * Jobs as columns, what sets them apart as rows: state, run time, exit code, commit, every
  * spec/config value that is not the same in all of them, each metric's final value and the
- * ROUGE scores of evaluate jobs (fine-tuned, with the delta to the base), as `GET compare` says.
+ * ROUGE table of evaluate jobs (each variant's base, fine-tuned and delta: the evaluate job's
+ * own RougeTable), as `GET compare` says. Each column's swatch is its job's curve colour.
  */
 import * as React from 'react';
 
 import { formatDuration } from '../../format';
+import { sortMetricNames } from '../../metrics';
 import { IComparedJob, IJobComparison } from '../../models';
 import { StateBadge } from '../common';
-import { delta, score } from '../EvaluateView';
+import { RougeTable } from '../EvaluateView';
+import { SERIES_COLORS } from '../LineChart';
 import { showCommit, showValue } from './values';
 
 interface IRow {
@@ -17,18 +20,6 @@ interface IRow {
   kind: string;
   cell: (job: IComparedJob) => React.ReactNode;
   title?: (job: IComparedJob) => string | undefined;
-}
-
-function rougeNames(comparison: IJobComparison): string[] {
-  const names: string[] = [];
-  for (const job of comparison.jobs) {
-    for (const row of job.evaluation?.rouge ?? []) {
-      if (!names.includes(row.name)) {
-        names.push(row.name);
-      }
-    }
-  }
-  return names;
 }
 
 /** The table's rows, in the order they are shown. */
@@ -68,7 +59,14 @@ export function comparisonRows(comparison: IJobComparison): IRow[] {
       cell: job => showValue(job.values[field])
     });
   }
-  for (const metric of comparison.metrics) {
+  // The ROUGE scores are in their table (the last row): not again as metric rows.
+  const scored = new Set(
+    comparison.jobs.flatMap(job => job.evaluation?.metric_names ?? [])
+  );
+  const metrics = sortMetricNames(comparison.metrics).filter(
+    name => !scored.has(name)
+  );
+  for (const metric of metrics) {
     rows.push({
       key: `metric:${metric}`,
       label: metric,
@@ -82,15 +80,13 @@ export function comparisonRows(comparison: IJobComparison): IRow[] {
       }
     });
   }
-  for (const name of rougeNames(comparison)) {
+  if (comparison.jobs.some(job => job.evaluation)) {
     rows.push({
-      key: `rouge:${name}`,
-      label: `${name} (fine-tuned, Δ base)`,
+      key: 'rouge',
+      label: 'ROUGE (base vs fine-tuned)',
       kind: 'rouge',
-      cell: job => {
-        const row = job.evaluation?.rouge.find(r => r.name === name);
-        return row ? `${score(row.finetuned)} (${delta(row.delta)})` : '–';
-      }
+      cell: job =>
+        job.evaluation ? <RougeTable evaluation={job.evaluation} /> : '–'
     });
   }
   return rows;
@@ -109,8 +105,13 @@ export function ComparisonTable(props: {
         <thead>
           <tr>
             <th scope="col">Job</th>
-            {comparison.jobs.map(job => (
+            {comparison.jobs.map((job, index) => (
               <th key={job.id} scope="col" title={job.id} data-job={job.id}>
+                <span
+                  className="jp-hyperpod-Swatch"
+                  data-series={index % SERIES_COLORS}
+                  aria-hidden="true"
+                />
                 {job.name}
               </th>
             ))}
