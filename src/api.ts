@@ -22,6 +22,9 @@ import {
   IQueuePage,
   IQueueLogs,
   IQueueQuery,
+  ISweep,
+  ISweepList,
+  ISweepRequest,
   ITemplateInfo,
   JobState,
   Submission
@@ -184,6 +187,21 @@ export class HyperpodClient {
     return this._send('POST', `jobs/${encodeURIComponent(id)}/resume`, {
       with_changes: withChanges
     });
+  }
+
+  /** Submit a sweep: one job per point, every one checked before any is stored. */
+  submitSweep(request: ISweepRequest): Promise<ISweep> {
+    return this._send('POST', 'sweeps', request);
+  }
+
+  /** The user's sweeps (group rows), newest first. */
+  sweeps(): Promise<ISweepList> {
+    return this._get('sweeps');
+  }
+
+  /** Cancel every unfinished member of a sweep (the waiting ones first). */
+  cancelSweep(id: string): Promise<ISweep> {
+    return this._send('POST', `sweeps/${encodeURIComponent(id)}/cancel`, {});
   }
 
   /** A page of the cluster's queue: every user's jobs (GET queue). */

@@ -3,6 +3,7 @@
  * user types, the body sent to the server and the mapping of the server's field errors.
  */
 
+import { listedValues } from './sweepForm';
 import { ITemplateInfo, ITemplateParam, ITemplateSubmission } from './models';
 import { validateName } from './names';
 
@@ -148,6 +149,17 @@ export function validateParam(
   if (!text) {
     return param.required ? `${param.title} is required.` : null;
   }
+  if (listedValues(param.type, value)) {
+    // A list of values (a sweep, sweepForm.ts): each one must be valid.
+    const parts = listedValues(param.type, value) ?? [];
+    for (const part of parts) {
+      const error = validateParam(param, part);
+      if (error) {
+        return `${part}: ${error}`;
+      }
+    }
+    return parts.length > 0 ? null : 'Enter a value.';
+  }
   if (param.type === 'integer' || param.type === 'number') {
     const number = Number(text);
     if (!Number.isFinite(number)) {
@@ -204,6 +216,11 @@ export function toParamValue(
 ): unknown {
   if (param.type === 'boolean') {
     return value === true;
+  }
+  const listed = listedValues(param.type, value);
+  if (listed && listed.length > 0) {
+    // A sweep: the preview (and this submission) is its first member.
+    return toParamValue(param, listed[0]);
   }
   const text = String(value);
   if (text.trim() === '') {

@@ -12,7 +12,7 @@ import { HyperpodClient } from './api';
 import { JobFeed } from './feed';
 import { ApiError } from './handler';
 import { JobWatch } from './jobwatch';
-import { IJob, JobState } from './models';
+import { IJob, ISweepSummary, JobState } from './models';
 import { IPanelSettings } from './settings';
 
 export function asApiError(error: unknown): ApiError {
@@ -209,11 +209,32 @@ export abstract class JobsModel {
       this._jobs = list.jobs;
       this._jobsTotal = list.total;
       this._jobsError = null;
+      await this._refreshSweeps(list.jobs);
     } catch (error) {
       this._jobsError = asApiError(error);
       throw error;
     } finally {
       this._jobsChanged.emit();
+    }
+  }
+
+  /** The group rows of the sweeps whose members the list shows (#24 item 3). */
+  get sweeps(): ISweepSummary[] {
+    return this._sweeps;
+  }
+
+  protected async _refreshSweeps(jobs: IJob[]): Promise<void> {
+    if (
+      typeof this.client.sweeps !== 'function' ||
+      !jobs.some(job => job.spec.sweep)
+    ) {
+      this._sweeps = [];
+      return;
+    }
+    try {
+      this._sweeps = (await this.client.sweeps()).sweeps;
+    } catch {
+      // the jobs still show; the group rows come back with the next poll
     }
   }
 
@@ -239,6 +260,7 @@ export abstract class JobsModel {
   protected _settings: IPanelSettings;
   protected _jobs: IJob[] | null = null;
   protected _jobsTotal = 0;
+  protected _sweeps: ISweepSummary[] = [];
   protected _jobsError: ApiError | null = null;
   protected _jobsState: JobState | '' = '';
   protected _jobsOffset = 0;

@@ -62,6 +62,13 @@ export type IJobChain = Schemas['JobChain'];
 export type IChainLink = Schemas['ChainLink'];
 /** What `POST chains` and `POST jobs/{id}/resume` started, in chain order. */
 export type IChainSubmitted = Schemas['ChainSubmitted'];
+/** A sweep (#24 item 3): one request, a group of jobs (`POST sweeps`, `GET sweeps/{id}`). */
+export type ISweepRequest = Schemas['SweepRequest'];
+export type ISweep = Schemas['Sweep'];
+/** A group row: counts per state, progress, the best member so far. */
+export type ISweepSummary = Schemas['SweepSummary'];
+export type ISweepList = Schemas['SweepList'];
+export type ISweepTag = Schemas['SweepTag-Output'];
 export type ILogSnapshot = Schemas['LogSnapshot'];
 export type IMetricPoint = Schemas['MetricPoint'];
 export type IMlflowRunInfo = Schemas['MlflowRunInfo'];

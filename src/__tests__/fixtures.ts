@@ -48,6 +48,7 @@ export function makeSpec(extra: Partial<IJobSpec> = {}): IJobSpec {
     exclude_nodes: [],
     after: [],
     after_any: false,
+    sweep: null,
     ...extra
   };
 }

@@ -5,12 +5,13 @@ import {
   redoIcon,
   stopIcon
 } from '@jupyterlab/ui-components';
+import { showErrorMessage } from '@jupyterlab/apputils';
 import * as React from 'react';
 
 import { MAX_COMPARED } from '../api';
 import { formatAge, jobDuration } from '../format';
-import { HyperpodModel } from '../model';
-import { IJob, isFinished, JobState } from '../models';
+import { asApiError, HyperpodModel } from '../model';
+import { IJob, isFinished, ISweepSummary, JobState } from '../models';
 import { isStalled, operatorVerdictLine, watchdogLine } from '../watchdog';
 import {
   ErrorMessage,
@@ -22,6 +23,7 @@ import {
   useTick,
   useSignal
 } from './common';
+import { SweepRows } from './SweepRows';
 
 export interface IJobsViewProps {
   model: HyperpodModel;
@@ -164,6 +166,20 @@ function JobRow(
   );
 }
 
+/** Cancel every unfinished member of a sweep; its rows show the outcome at once. */
+function cancelSweep(model: HyperpodModel, summary: ISweepSummary): void {
+  model.client
+    .cancelSweep(summary.id)
+    .then(sweep => sweep.jobs.forEach(job => model.upsertJob(job)))
+    .catch(reason =>
+      showErrorMessage(
+        `Cancel sweep ${summary.name}`,
+        asApiError(reason).message
+      )
+    )
+    .finally(() => void model.refreshJobs());
+}
+
 export function JobsView(props: IJobsViewProps): JSX.Element {
   const { model } = props;
   useSignal(model.jobsChanged);
@@ -304,6 +320,14 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
             )}
           </div>
         )}
+      {jobs !== null && (
+        <SweepRows
+          sweeps={model.sweeps}
+          jobs={jobs}
+          compareJobs={props.compareJobs}
+          cancelSweep={summary => cancelSweep(model, summary)}
+        />
+      )}
       {jobs === null ? (
         model.jobsError ? null : (
           <Loading what="jobs" />

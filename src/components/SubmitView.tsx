@@ -14,6 +14,7 @@ import {
 import { RunAfterField } from './submit/RunAfterField';
 import { SubmitPreview } from './submit/SubmitPreview';
 import { useSubmitForm } from './submit/useSubmitForm';
+import { sweepSize, sweptValues } from '../sweepForm';
 
 // Where the tests and older callers found it.
 export { pickTemplate } from '../submitState';
@@ -35,6 +36,8 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
   const templates = model.templates;
   const submitForm = useSubmitForm(model, props.onSubmitted);
   const { state, template, dispatch, errorOf, ready } = submitForm;
+  const jobCount =
+    template && state.form ? sweepSize(sweptValues(template, state.form)) : 1;
   const form = state.form;
 
   if (templates === null) {
@@ -137,7 +140,11 @@ export function SubmitView(props: ISubmitViewProps): JSX.Element {
             }
           >
             <runIcon.react tag="span" elementSize="normal" />
-            {state.submitting ? 'Submitting…' : 'Submit job'}
+            {state.submitting
+              ? 'Submitting…'
+              : jobCount > 1
+                ? `Submit ${jobCount} jobs (sweep)`
+                : 'Submit job'}
           </button>
         </div>
       </form>

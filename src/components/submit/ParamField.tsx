@@ -163,14 +163,20 @@ export function ParamField(props: {
           id={id}
           name={id}
           className="jp-mod-styled"
-          type={
-            param.type === 'integer' || param.type === 'number'
-              ? 'number'
-              : 'text'
+          type="text"
+          // Numbers as text: "1e-4, 2e-4" (a list of values) submits a sweep (sweepForm.ts).
+          inputMode={
+            param.type === 'integer'
+              ? 'numeric'
+              : param.type === 'number'
+                ? 'decimal'
+                : undefined
           }
-          step={param.type === 'integer' ? 1 : 'any'}
-          min={param.minimum ?? undefined}
-          max={param.maximum ?? undefined}
+          title={
+            param.type === 'integer' || param.type === 'number'
+              ? 'One value, or several separated by commas: one job for each (a sweep)'
+              : undefined
+          }
           value={String(value)}
           placeholder={effective || undefined}
           aria-invalid={!!error}

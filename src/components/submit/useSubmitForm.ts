@@ -16,6 +16,7 @@ import {
   submitReducer,
   SubmitEvent
 } from '../../submitState';
+import { sweepSize, sweptValues, toSweepRequest } from '../../sweepForm';
 
 const PREVIEW_DELAY = 350;
 
@@ -112,7 +113,16 @@ export function useSubmitForm(
     }
     dispatch({ type: 'submit-started' });
     try {
-      const job = await model.client.submit(submission);
+      const swept = state.form ? sweptValues(template, state.form) : {};
+      // A field with a list of values: one group of jobs (POST sweeps), its first member shown.
+      const job =
+        sweepSize(swept) > 1
+          ? (await model.client.submitSweep(toSweepRequest(submission, swept)))
+              .jobs[0]
+          : await model.client.submit(submission);
+      if (sweepSize(swept) > 1) {
+        void model.refreshJobs(); // every member and the group row
+      }
       onSubmitted(job);
       dispatch({ type: 'submitted', template });
     } catch (reason) {
