@@ -148,7 +148,9 @@ def render_script(launch: Launch, options: ScriptOptions) -> tuple[str, list[str
         header.append(f"--exclude={sbatch_value(','.join(spec.exclude_nodes), 'node list')}")
     if launch.after_ids:  # a chain (#24): Slurm holds it (reason Dependency) until they end
         if not all(slurm_id.isdigit() for slurm_id in launch.after_ids):
-            raise InvalidRequest("after: the jobs it waits for have no Slurm job ids", field="after")
+            raise InvalidRequest(
+                "after: the jobs it waits for have no Slurm job ids", field="after"
+            )
         kind = "afterany" if launch.after_any else "afterok"
         header.append(f"--dependency={kind}:{':'.join(launch.after_ids)}")
     out = sbatch_value(output_path(job_dir), "job directory")
