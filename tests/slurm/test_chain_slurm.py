@@ -53,8 +53,15 @@ async def test_a_failed_middle_link_cancels_the_held_last_one_with_our_reason(
     assert f"#SBATCH --dependency=afterok:{train['backend_id']}\n" in script
     assert slurm_state(evaluate["backend_id"]) == "PENDING"
     assert slurm_reason(evaluate["backend_id"]) == "Dependency"
-    queue = (await api.get("queue", mine="true")).body
-    reasons = {row["id"]: row.get("reason") for row in queue["jobs"]}
+    # The queue answers from a shared squeue snapshot that may predate the last submit (or
+    # Slurm's first scheduling pass, reason None): ask for a fresh one until it names the wait.
+    deadline = time.monotonic() + 15
+    while True:
+        queue = (await api.get("queue", mine="true", refresh="true")).body
+        reasons = {row["id"]: row.get("reason") for row in queue["jobs"]}
+        if reasons.get(evaluate["backend_id"]) == "Dependency" or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
     assert reasons.get(evaluate["backend_id"]) == "Dependency", queue["jobs"]
 
     failed = await until_finished(api, train, timeout=90)

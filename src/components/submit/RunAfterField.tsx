@@ -33,12 +33,12 @@ export function RunAfterField(props: {
         }}
       >
         {missing.map(id => (
-          <option key={id} value={id}>
+          <option key={id} value={id} title={id}>
             {id}
           </option>
         ))}
         {choices.map(job => (
-          <option key={job.id} value={job.id}>
+          <option key={job.id} value={job.id} title={choiceLabel(job)}>
             {choiceLabel(job)}
           </option>
         ))}
