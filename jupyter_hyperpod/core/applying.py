@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 from collections.abc import Callable
 
 from .byo import (
@@ -23,7 +22,7 @@ from .byo import (
 from .connection import Connection
 from .errors import InvalidRequest, NotFound
 from .jobbook import JobBook
-from .models import Job, JobSpec, JobState
+from .models import Job, JobSpec
 from .partition import Partition
 from .paths import JOBS_DIR, ClusterPaths
 
@@ -156,14 +155,10 @@ class FileApply:
             },
         )
         orchestrator = self.connection.orchestrator
-        job = Job(
-            id=job_id,
-            name=spec.name,
-            user=self.book.user,
-            orchestrator=orchestrator.kind,
-            state=JobState.PENDING,
-            created=time.time(),
-            spec=spec,
+        job = self.book.new_job(
+            job_id,
+            spec,
+            orchestrator.kind,
             events=[f"submitted from {request.filename or 'a file'} (stored as {stored})"],
         )
         data = {"mlflow_uri": self.paths.mlflow_uri_for_jobs}

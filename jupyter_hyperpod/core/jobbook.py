@@ -11,7 +11,7 @@ from typing import Any
 from .backend import JobUpdate, StoredJob
 from .connection import Connection
 from .errors import NotConnected, NotFound
-from .models import Job, JobState
+from .models import Job, JobSpec, JobState
 from .partition import check_text
 from .registry import state_class
 from .store import JobStore
@@ -93,6 +93,15 @@ class JobBook:
             f"job '{job.id}' belongs to the {job.orchestrator} cluster '{cluster}', and this "
             f"server is connected to the {kind} cluster '{name}': "
             f"connect to '{cluster}' again to follow, cancel or read it"
+        )
+
+    def new_job(self, job_id: str, spec: JobSpec, kind: str, **fields: Any) -> Job:
+        """A new record of the user's job on a `kind` cluster (PENDING, created now, unless
+        `fields` say otherwise), not yet stored."""
+        fields.setdefault("state", JobState.PENDING)
+        fields.setdefault("created", time.time())
+        return Job(
+            id=job_id, name=spec.name, user=self.user, orchestrator=kind, spec=spec, **fields
         )
 
     def insert(self, job: Job, data: dict[str, Any]) -> None:

@@ -183,16 +183,14 @@ class QueueView:
         if row.job_id:
             return self.job(row.job_id)
         adoption = orchestrator.adopt(row.id)
-        job = Job(
-            id=_job_id(adoption.spec.name, adoption.backend_id),
-            name=adoption.spec.name,
-            user=self.book.user,
-            orchestrator=orchestrator.kind,
+        job = self.book.new_job(
+            _job_id(adoption.spec.name, adoption.backend_id),
+            adoption.spec,
+            orchestrator.kind,
             backend_id=adoption.backend_id,
             state=adoption.state,
             created=adoption.created,
             started=adoption.started,
-            spec=adoption.spec,
             events=list(adoption.events),
         )
         if self.book.store.get(job.id) is None:

@@ -149,16 +149,7 @@ class Submission:
         # (render runs the same checks); the backend is handed this render (no second one).
         try:
             launch = dataclasses.replace(launch, rendered=orchestrator.render(launch))
-            job = Job(
-                id=job_id,
-                name=spec.name,
-                user=self.book.user,
-                orchestrator=orchestrator.kind,
-                state=JobState.PENDING,
-                created=time.time(),
-                spec=spec,
-                snapshot=snapshot,
-            )
+            job = self.book.new_job(job_id, spec, orchestrator.kind, snapshot=snapshot)
             verdict = self.gates.verdict(job)  # held until its gates let it start (#24)
         except BaseException:
             self.snapshots.remove(job_id)
