@@ -199,3 +199,20 @@ export function SmoothingSelect(props: {
     </label>
   );
 }
+
+/** System metrics' charts (CPU, memory, GPU), folded away under one summary; none: nothing. */
+export function SystemChartsFold(props: {
+  children: JSX.Element[];
+}): JSX.Element | null {
+  if (props.children.length === 0) {
+    return null;
+  }
+  return (
+    <details className="jp-hyperpod-MetricsSystem">
+      <summary className="jp-hyperpod-MetricsGroup">
+        System ({props.children.length}: CPU, memory, GPU)
+      </summary>
+      <div className="jp-hyperpod-Charts">{props.children}</div>
+    </details>
+  );
+}

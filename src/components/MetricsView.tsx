@@ -13,6 +13,7 @@ import {
   ILine,
   LineChart,
   SmoothingSelect,
+  SystemChartsFold,
   tickLabel,
   useThemeKey
 } from './LineChart';
@@ -219,16 +220,7 @@ export function MetricsView(props: {
               </div>
             </section>
           )}
-          {groups.system.length > 0 && (
-            <details className="jp-hyperpod-MetricsSystem">
-              <summary className="jp-hyperpod-MetricsGroup">
-                System ({groups.system.length}: CPU, memory, GPU)
-              </summary>
-              <div className="jp-hyperpod-Charts">
-                {groups.system.map(chart)}
-              </div>
-            </details>
-          )}
+          <SystemChartsFold>{groups.system.map(chart)}</SystemChartsFold>
         </>
       )}
     </div>

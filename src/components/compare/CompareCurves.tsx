@@ -18,6 +18,7 @@ import {
   LineChart,
   seriesLine,
   SmoothingSelect,
+  SystemChartsFold,
   useThemeKey
 } from '../LineChart';
 
@@ -206,16 +207,7 @@ export function CompareCurves(props: {
               {charts.training.map(chart)}
             </div>
           )}
-          {charts.system.length > 0 && (
-            <details className="jp-hyperpod-MetricsSystem">
-              <summary className="jp-hyperpod-MetricsGroup">
-                System ({charts.system.length}: CPU, memory, GPU)
-              </summary>
-              <div className="jp-hyperpod-Charts">
-                {charts.system.map(chart)}
-              </div>
-            </details>
-          )}
+          <SystemChartsFold>{charts.system.map(chart)}</SystemChartsFold>
           {count === 0 && (
             <div className="jp-hyperpod-Dim">
               None of these jobs logged a metric curve.
