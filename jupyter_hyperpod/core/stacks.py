@@ -36,10 +36,13 @@ PTRACE_DENIED = (
 # program given on the command line (`python3 -c`: nothing installed there but py-spy): it finds
 # the job's rank processes by their environment (HYPERPOD_JOB_ID and RANK, which every rank of
 # ours has; a Python process whose parent is not one of them), runs `py-spy dump --json` on each
-# and prints one JSON line. argv: the job id, py-spy's timeout.
+# and prints one JSON line. argv: the job id, py-spy's timeout. Under srun it dumps only the
+# ranks of its own node (SLURMD_NODENAME): Slurm nodes that share a machine (a test cluster)
+# see each other's processes, and two py-spy attached to one process at once both fail.
 PROBE = r"""
 import json, os, shutil, subprocess, sys
 job = sys.argv[1].encode()
+here = os.environ.get("SLURMD_NODENAME", "").encode()
 py_spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
 if not os.access(py_spy, os.X_OK):
     py_spy = shutil.which("py-spy")
@@ -54,6 +57,8 @@ for name in os.listdir("/proc"):
         with open(f"/proc/{name}/stat", "rb") as handle:
             parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
+        continue
+    if here and env.get(b"SLURMD_NODENAME", here) != here:
         continue
     if env.get(b"HYPERPOD_JOB_ID") == job and b"RANK" in env and exe.startswith("python"):
         ranks[int(name)] = (int(env[b"RANK"]), parent, env.get(b"SLURMD_NODENAME", b"").decode())
@@ -170,8 +175,8 @@ def read_probe(stdout: str) -> dict[int, RankStack]:
             continue
         for item in found:
             rank = int(item["rank"])
-            if rank in stacks:
-                continue  # nodes that share a machine (a test cluster) see each other's ranks
+            if rank in stacks and not stacks[rank].error:
+                continue  # a rank seen twice: the first stack read is kept
             node = item.get("node") or None
             if item["code"] == 127:
                 stacks[rank] = RankStack(
