@@ -29,7 +29,11 @@ set +e
 # One rerun for a test that lost a timing race on a loaded 2-core runner: a real failure fails
 # twice, and every rerun is listed in the summary (R), with what its first attempt failed on
 # (tests/conftest.py), so that a flaky test stays visible and can be mended.
-HYPERPOD_STRICT_COLLECTION=1 python -m pytest -ra --reruns 1 --durations=25 "$@"
+# Two processes (pytest-xdist), each running whole directories of tests (tests/conftest.py says
+# why): the suite takes about half the time on the 2-core runner. HYPERPOD_TEST_PROCESSES=1 runs it
+# in one.
+HYPERPOD_STRICT_COLLECTION=1 python -m pytest -ra --reruns 1 --durations=25 \
+  -n "${HYPERPOD_TEST_PROCESSES:-2}" "$@"
 code=$?
 set -e
 # Any failure, collection or plugin error (exit 2-4) or no test collected (5) fails the suite.

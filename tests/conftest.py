@@ -47,6 +47,41 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.line(report.longreprtext[-3000:])
 
 
+# scripts/test.sh runs the suite in two processes (pytest-xdist): each directory of tests is one
+# unit of work that one process runs from start to end (`DirectoryScheduling`), so that a
+# directory's package fixtures (the Slurm test cluster, the Kubernetes doubles, Prometheus, moto)
+# start once and two processes never drive one of them; each top-level file is a unit of its
+# own. tests/queue drives the Slurm test cluster that tests/slurm starts and stops: one unit.
+# The longest units go first (pytest --durations), so that none is left to run alone at the end.
+SHARED_UNITS = {"queue": "slurm"}
+LONGEST_FIRST = ["training", "kubernetes", "security", "slurm", "cli", "test_package", "gpu"]
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work of a test: its directory under tests/, or its file's name."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    unit = parts[1] if len(parts) > 2 else parts[-1].removesuffix(".py")
+    return SHARED_UNITS.get(unit, unit)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {unit: index for index, unit in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(unit_of(item.nodeid), len(rank)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class DirectoryScheduling(LoadScopeScheduling):
+        """xdist's loadscope with a directory (`unit_of`) as the scope."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return DirectoryScheduling(config, log)
+
+
 USER = "alice"
 
 

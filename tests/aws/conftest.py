@@ -157,7 +157,7 @@ def _patch_moto() -> None:
     sagemaker_models.PAGINATION_MODEL["list_cluster_nodes"]["unique_attribute"] = "instance_id"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def moto_server() -> Iterator[str]:
     _patch_moto()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -116,7 +116,7 @@ class _Quiet(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def exporter() -> Iterator[Exporter]:
     holder: dict[str, Exporter] = {}
 
@@ -135,7 +135,7 @@ def exporter() -> Iterator[Exporter]:
     server.shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def prometheus(exporter: Exporter, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The real Prometheus server scraping the exporter every second."""
     if not os.access(PROMETHEUS, os.X_OK):
@@ -274,7 +274,7 @@ def verify_sigv4(
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def amp(prometheus: str) -> Iterator[str]:
     """Amazon Managed Prometheus' query API on loopback: /workspaces/<id>/api/v1/query(_range),
     SigV4-checked (403 with AMP's JSON `message` otherwise), answered by the real Prometheus."""
@@ -303,7 +303,7 @@ def amp(prometheus: str) -> Iterator[str]:
     server.shutdown()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def grafana(prometheus: str) -> Iterator[str]:
     """Grafana's data source proxy on loopback: /api/datasources/proxy/uid/<uid>/<route>, with a
     service account token (401 `{"message":"Unauthorized"}` otherwise, as Grafana answers)."""

@@ -81,7 +81,7 @@ def node_object(
     }
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def k8s() -> Iterator[EmulatorThread]:
     emulator = EmulatorThread()
     emulator.start()
@@ -91,12 +91,12 @@ def k8s() -> Iterator[EmulatorThread]:
     emulator.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kubeconfig(k8s: EmulatorThread, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return k8s.write_kubeconfig(tmp_path_factory.mktemp("kube") / "config")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def controller(k8s: EmulatorThread, kubeconfig: Path) -> Iterator[Controller]:
     assert k8s.emulator is not None
     # What the API server does with a create: the CRD's schema (here the maintained models of

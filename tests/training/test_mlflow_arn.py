@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -101,6 +103,10 @@ def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         ],
         stdout=(root / "server.log").open("w"),
         stderr=subprocess.STDOUT,
+        # MLflow 3's server starts huey job consumers by default, which outlive a terminated
+        # server: none here, and the server's process group is ended as a whole below.
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 240  # the first start migrates the sqlite store (slow here)
@@ -121,7 +127,7 @@ def tracking_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         yield url, f"http://127.0.0.1:{proxy.server_address[1]}", Recorder.seen
     finally:
         proxy.shutdown()
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
 
 
