@@ -110,7 +110,8 @@ def cancel_leftovers() -> Iterator[None]:
 
 @pytest.fixture
 def backend(slurm_cluster: None, settings: HyperPodSettings) -> Iterator[SlurmOrchestrator]:
-    orchestrator = SlurmOrchestrator(settings=settings)
+    # Every listing asks sinfo (the tests change node states and look at once).
+    orchestrator = SlurmOrchestrator(settings=settings, node_cache_seconds=0)
     yield orchestrator
     orchestrator.close()
 

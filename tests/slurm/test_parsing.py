@@ -327,7 +327,8 @@ def test_sinfo_without_json_falls_back_to_text_for_good(tmp_path: Path) -> None:
     )
     sinfo.chmod(0o755)
     settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
-    backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir))
+    # No node cache: each listing runs sinfo (the default answers 2 s from the last one).
+    backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir), node_cache_seconds=0)
     for _ in range(2):
         (node,) = backend.list_nodes()
         assert (node.name, node.state, node.health_detail, node.gpus.total) == (
@@ -337,6 +338,31 @@ def test_sinfo_without_json_falls_back_to_text_for_good(tmp_path: Path) -> None:
             1,
         )
     assert [line.split()[0] for line in calls.read_text().splitlines()] == ["--json", "-N", "-N"]
+
+
+def test_node_listings_are_shared_for_node_cache_seconds(tmp_path: Path) -> None:
+    """The panels of many users poll GET nodes: one sinfo answers them all for 2 s (the
+    default, as Kubernetes' direct listing is kept), then the next caller lists again."""
+    bin_dir = tmp_path / "bin"
+    fake_scontrol(bin_dir, 1)
+    calls = tmp_path / "calls"
+    sinfo = bin_dir / "sinfo"
+    sinfo.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {calls}\n'
+        "printf 'node1|idle|0/2/0/2|1000|gpu:t4:1|gpu:t4:0(IDX:N/A)|dev*|(null)|none|\\n'\n"
+    )
+    sinfo.chmod(0o755)
+    settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
+    backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir), use_json=False)
+    assert backend.node_cache_seconds == 2.0
+    first = backend.list_nodes()
+    assert backend.list_nodes() is first
+    assert len(calls.read_text().splitlines()) == 1
+    backend.node_cache_seconds = 0.05
+    time.sleep(0.1)
+    assert [n.name for n in backend.list_nodes()] == ["node1"]
+    assert len(calls.read_text().splitlines()) == 2
 
 
 @pytest.mark.parametrize(

@@ -103,11 +103,11 @@ class SlurmOrchestrator(Orchestrator):
     )
     use_json = Bool(True, config=True, help="Use `sinfo --json` where this Slurm supports it.")
     node_cache_seconds = Float(
-        0.0,
+        2.0,
         config=True,
         help="How long one node listing (one sinfo) answers every caller, as Kubernetes' node "
-        "cache: the panels of many users poll the same cluster (a drain then shows this much "
-        "later). 0: a listing per request; callers that come while one runs share it.",
+        "cache: the panels of many users poll the same cluster, and a drain shows at most this "
+        "much later. 0: a listing per request; callers that come while one runs share it.",
     )
     fast_fail = Bool(
         True,
