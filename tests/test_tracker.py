@@ -111,6 +111,25 @@ def test_a_listener_reading_after_a_refresh_does_not_speed_the_tracker_up() -> N
         tracker.stop()
 
 
+def test_publish_tells_the_listeners_without_a_refresh() -> None:
+    """A submit or a cancel changed the store, not the cluster: the feed hears it at once, and
+    no status query runs beside the next submit (the Slurm submit bench: an squeue after every
+    sbatch)."""
+    tracker = Tracker(lambda: 100.0, min_interval=0.05, max_interval=30.0)
+    heard = threading.Event()
+    tracker.start()
+    try:
+        assert tracker.wait_first(5)
+        time.sleep(0.2)
+        tracker.add_listener(heard.set)
+        tracker.publish()
+        assert heard.wait(2)
+        time.sleep(0.3)
+        assert tracker.refreshes == 1
+    finally:
+        tracker.stop()
+
+
 def test_while_watched_it_refreshes_every_min_interval() -> None:
     """A panel follows the feed: states move at the tracker's fastest pace (refresh_interval),
     not at the pace of the jobs' age (30 s for old ones); nobody following: the age's again."""

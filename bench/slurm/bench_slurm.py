@@ -20,6 +20,7 @@ Prints figures only: timings depend on the machine (this one has 2 cores shared 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import secrets
@@ -28,7 +29,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +53,7 @@ class Server:
 
     def __init__(self, work: Path) -> None:
         self.token = secrets.token_hex(16)
+        self._local = threading.local()
         self.port = free_port()
         self.fs = work / "fsx"
         (self.fs / "shared").mkdir(parents=True)
@@ -98,14 +99,32 @@ class Server:
         raise RuntimeError(f"the server did not start: {(work / 'server.log').read_text()[-2000:]}")
 
     def call(self, method: str, path: str, body: object = None) -> object:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/hyperpod/api/{path}",
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read() or b"null")
+        """One request on this thread's kept-alive connection, as a browser's panel sends it
+        (a new TCP connection and urllib's opener for each took 0.4-2 ms more)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = http.client.HTTPConnection(
+                "127.0.0.1", self.port, timeout=60
+            )
+        try:
+            connection.request(
+                method,
+                f"/hyperpod/api/{path}",
+                body=None if body is None else json.dumps(body).encode(),
+                headers={
+                    "Authorization": f"token {self.token}",
+                    "Content-Type": "application/json",
+                },
+            )
+            response = connection.getresponse()
+            data = response.read()
+        except (OSError, http.client.HTTPException):
+            connection.close()
+            self._local.connection = None
+            raise
+        if response.status >= 400:
+            raise OSError(f"{method} {path}: {response.status} {data[:300]!r}")
+        return json.loads(data or b"null")
 
     def stop(self) -> None:
         self.process.terminate()

@@ -39,11 +39,31 @@ class FreezeCache:
 def environment_key(python: str) -> tuple[Any, ...]:
     real = os.path.realpath(python)
     stamps: list[tuple[str, int]] = [(real, os.stat(real).st_mtime_ns)]
-    for prefix in dict.fromkeys([Path(python).parent.parent, Path(real).parent.parent]):
-        for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages"):
-            for site in sorted(prefix.glob(pattern)):
-                stamps.append((str(site), site.stat().st_mtime_ns))
+    for site in _site_directories(python, real):
+        try:
+            stamps.append((site, os.stat(site).st_mtime_ns))
+        except OSError:
+            _SITES.pop((python, real), None)  # the environment was removed or remade
+            stamps.append((site, -1))
     return (python, *stamps)
+
+
+_SITES: dict[tuple[str, str], list[str]] = {}
+"""An interpreter's site-packages directories, found once (a glob of its prefixes took a
+millisecond of every submit); stat'ed on every key."""
+
+
+def _site_directories(python: str, real: str) -> list[str]:
+    found = _SITES.get((python, real))
+    if found is None:
+        found = [
+            str(site)
+            for prefix in dict.fromkeys([Path(python).parent.parent, Path(real).parent.parent])
+            for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages")
+            for site in sorted(prefix.glob(pattern))
+        ]
+        _SITES[(python, real)] = found
+    return found
 
 
 def run_freeze(argv: Sequence[str]) -> str:

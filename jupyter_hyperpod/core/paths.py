@@ -26,8 +26,14 @@ class ClusterPaths:
         self.partition = partition
 
     def to_cluster(self, path: Path) -> str:
-        """An absolute path on this machine as the cluster's jobs see it."""
-        relative = path.resolve().relative_to(self.connection.fs_root)
+        """An absolute path on this machine as the cluster's jobs see it: by its place under
+        the file system's root when it names one (the partition's paths: the resolver has
+        followed their links), else as it resolves (a link followed here)."""
+        fs_root = self.connection.fs_root
+        if path.is_absolute() and ".." not in path.parts and path.is_relative_to(fs_root):
+            relative = path.relative_to(fs_root)
+        else:
+            relative = path.resolve().relative_to(fs_root)
         root = self.connection.cluster_root
         return str(root / relative.as_posix()) if relative.parts else str(root)
 

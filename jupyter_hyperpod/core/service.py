@@ -118,7 +118,7 @@ class HyperPodService:
             paths,
             owner=self.owner,
             server_root=lambda: self.server_root,
-            switched=self._nudge,
+            switched=self._switched,
         )
         self.connector.adopt_backend(backend)
         self.chains = ChainService(
@@ -236,7 +236,13 @@ class HyperPodService:
         self.probes.close()
 
     def _nudge(self) -> None:
-        """Refresh now: the feed's listeners hear a new job or state at once."""
+        """A job was stored or changed here: the feed's listeners hear it at once, and the
+        tracker looks at the cluster soon (`Tracker.fresh_for`), not at once."""
+        self.tracker.publish()
+        self.tracker.nudge()
+
+    def _switched(self) -> None:
+        """Another backend: refresh now."""
         self.tracker.nudge(now=True)
 
     def _after_refresh(self, jobs: list[Job]) -> None:

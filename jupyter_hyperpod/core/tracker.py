@@ -66,6 +66,7 @@ class Tracker:
         """Held while a refresh runs: there is never a second one at the same time."""
         self._wake = threading.Condition()
         self._nudged = False
+        self._publish = False
         self._stopped = False
         self._thread: threading.Thread | None = None
         self.last_attempt = 0.0
@@ -125,6 +126,14 @@ class Tracker:
                 self.last_attempt = 0.0
             self._wake.notify_all()
 
+    def publish(self) -> None:
+        """The store changed without the cluster (a job submitted, cancelled, held): the
+        listeners hear it now, in the tracker's thread, without asking the backend (a refresh
+        run after every submit put a `squeue` beside the next submit's `sbatch`)."""
+        with self._wake:
+            self._publish = True
+            self._wake.notify_all()
+
     @property
     def first_done(self) -> bool:
         """The first refresh after start has run (worked or failed)."""
@@ -158,15 +167,21 @@ class Tracker:
     def _run(self) -> None:
         while True:
             with self._wake:
-                while not self._stopped and (wait := self._due()) > 0:
+                while not self._stopped and not self._publish and (wait := self._due()) > 0:
                     self._wake.wait(wait)
                 if self._stopped:
                     return
-                self._nudged = False
+                due = self._due() <= 0
+                if due:
+                    self._nudged = False
+                self._publish = False
             with self._flight:
                 if self._stopped:
                     return
-                self._run_once()
+                if due:
+                    self._run_once()  # the listeners hear it after the refresh
+                else:
+                    self._notify()
 
     def _run_once(self) -> None:
         self.last_attempt = self.clock()
