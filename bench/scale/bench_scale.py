@@ -12,8 +12,9 @@ local backend), each series at growing sizes, each ending with the exponent k of
    0.2 s: the server's CPU per status refresh of the tracker (state only; then with progress
    parsing and the watchdog's step clocks, and their difference), per rank.
    Goal: linear in the ranks, < 1 ms per rank.
-3. Followers of one job that prints `--rate` lines/s: lines each follower received (none may be
-   lost), write-to-client latency p99, the server's CPU. Goal: 200 followers, p99 < 100 ms.
+3. Followers of one job that prints `--rate` lines/s, each following as the panel does (data in
+   binary frames): lines each follower received (none may be lost), write-to-client latency
+   p99, the server's CPU. Goal: 200 followers, p99 < 100 ms.
 4. A cluster of 20 / 200 / 2,000 nodes on the doubles: Slurm's `list_nodes()` over a `sinfo`
    printing a recorded `sinfo --json` (vs that sinfo alone) and the Kubernetes API server
    double's (tests/kubernetes/emulator.py, watch cache), each also with the REST body's JSON;
@@ -46,11 +47,14 @@ from typing import Any
 import psutil
 import websocket  # websocket-client
 
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import free_port, percentile
+sys.path.insert(0, str(REPO))
+from common import free_port, percentile  # noqa: E402
+
+from jupyter_hyperpod.core.logframes import BINARY_HEADER, FRAMES_QUERY  # noqa: E402
 
 TOKEN = "bench-token"
-REPO = Path(__file__).resolve().parents[2]
 SLEEPER = "import time\ntime.sleep(3600)\n"
 STEPPER = (
     "import sys, time\n"
@@ -490,7 +494,12 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
 
 
 def follow(port: int, job_id: str, into: dict, ready: threading.Barrier) -> None:
-    url = f"ws://127.0.0.1:{port}/hyperpod/api/jobs/{job_id}/logs/stream?token={TOKEN}"
+    """One follower as the panel and the Python client follow: data in binary frames (a
+    13-byte header, then the log's bytes), the other frames JSON text."""
+    url = (
+        f"ws://127.0.0.1:{port}/hyperpod/api/jobs/{job_id}/logs/stream"
+        f"?token={TOKEN}&{FRAMES_QUERY}=binary"
+    )
     ws = websocket.create_connection(url, timeout=300, skip_utf8_validation=True)
     ready.wait()
     lines, late, total = 0, [], None
@@ -499,13 +508,17 @@ def follow(port: int, job_id: str, into: dict, ready: threading.Barrier) -> None
         message = ws.recv()
         if not message:
             break
-        frame = json.loads(message)
-        if frame["type"] == "end":
-            break
-        if frame["type"] != "data":
-            continue
+        if isinstance(message, bytes):
+            text = message[BINARY_HEADER.size :].decode("utf-8", "replace")
+        else:
+            frame = json.loads(message)
+            if frame["type"] == "end":
+                break
+            if frame["type"] != "data":
+                continue
+            text = frame["data"]
         now = time.time()
-        buffer += frame["data"]
+        buffer += text
         *complete, buffer = buffer.split("\n")
         for text in complete:
             if text.startswith("line "):
