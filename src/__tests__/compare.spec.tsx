@@ -1,5 +1,4 @@
 import {
-  act,
   fireEvent,
   render,
   screen,
@@ -16,106 +15,20 @@ import {
 } from '../components/compare/CompareView';
 import { comparisonRows } from '../components/compare/ComparisonTable';
 import { JobsView } from '../components/JobsView';
-import { ApiError } from '../handler';
-import { alignByStep } from '../metrics';
 import { HyperpodModel } from '../model';
 import { IJob } from '../models';
 import { DEFAULT_SETTINGS } from '../settings';
 import {
   CODE_DIFF,
-  makeComparedJob,
+  compareClient,
   makeComparison,
   makeDiff,
   makeJobMetrics,
-  points
+  threeJobs
 } from './compareFixtures';
 import { makeJob } from './fixtures';
 
-// uPlot draws on a canvas, which jsdom lacks: record what each chart is given instead.
-interface IPlot {
-  metric: string | null;
-  labels: string[];
-  colors: string[];
-  data: unknown;
-}
-const plots: IPlot[] = [];
-jest.mock('uplot', () =>
-  jest
-    .fn()
-    .mockImplementation((options: any, data: unknown, host: HTMLElement) => {
-      const plot: IPlot & Record<string, unknown> = {
-        width: 200,
-        metric: host.closest('figure')!.getAttribute('data-metric'),
-        labels: options.series.slice(1).map((s: any) => s.label),
-        colors: options.series.slice(1).map((s: any) => s.stroke),
-        data,
-        setData(next: unknown) {
-          plot.data = next;
-        },
-        setSize: () => undefined,
-        destroy: () => {
-          plots.splice(plots.indexOf(plot), 1);
-        }
-      };
-      plots.push(plot);
-      return plot;
-    })
-);
-
-(globalThis as any).ResizeObserver = class {
-  observe() {
-    return undefined;
-  }
-  disconnect() {
-    return undefined;
-  }
-};
-
-/** The chart of a metric now on the page. */
-function plotOf(metric: string): IPlot {
-  const found = plots.filter(plot => plot.metric === metric);
-  expect(found).toHaveLength(1);
-  return found[0];
-}
-
-/** A client answering the fixtures, recording what was asked. */
-function compareClient(failDiff = false, failMetrics: string[] = []) {
-  const asked: string[] = [];
-  const client: CompareClient = {
-    compare: async (ids: string[]) => {
-      asked.push(`compare ${ids.join(',')}`);
-      return makeComparison();
-    },
-    diff: async (a: string, b: string) => {
-      asked.push(`diff ${a} ${b}`);
-      if (failDiff) {
-        throw new ApiError('Job job-b not found', 404, 'NotFound');
-      }
-      return makeDiff();
-    },
-    metrics: async (id: string) => {
-      asked.push(`metrics ${id}`);
-      if (failMetrics.includes(id)) {
-        throw new ApiError(
-          'MLflow at http://mlflow:5000 does not answer: start it, or set HyperPodApp.mlflow_tracking_uri',
-          503,
-          'MlflowUnavailable'
-        );
-      }
-      return makeJobMetrics(id);
-    }
-  };
-  return { client, asked };
-}
-
-/** Three jobs: job-c ran no MLflow run. */
-function threeJobs() {
-  const comparison = makeComparison();
-  comparison.jobs.push(
-    makeComparedJob({ id: 'job-c', name: 'qlora-c', state: 'FAILED' })
-  );
-  return comparison;
-}
+jest.mock('uplot', () => require('./plotDouble').fakeUplot);
 
 function rowCells(key: string): string[] {
   const row = document.querySelector(`tr[data-row="${key}"]`);
@@ -304,158 +217,6 @@ describe('CompareView', () => {
   it('keys a set by its ids in any order', () => {
     expect(compareKey(['b', 'a'])).toBe(compareKey(['a', 'b']));
     expect(compareKey(['a', 'b'])).not.toBe(compareKey(['a', 'b', 'c']));
-  });
-});
-
-describe('CompareView: metric curves', () => {
-  function threeClient(failMetrics: string[] = []) {
-    const { client, asked } = compareClient(false, failMetrics);
-    client.compare = async () => threeJobs();
-    return { client, asked };
-  }
-
-  it('overlays each metric: one line per job, named in the legend, aligned by step', async () => {
-    const { client } = threeClient();
-    render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
-    const training = await screen.findByRole('group', {
-      name: 'Training curves'
-    });
-    // Training first, as the Metrics tab orders it: loss, eval loss, learning rate.
-    expect(
-      Array.from(training.querySelectorAll('figure')).map(f =>
-        f.getAttribute('data-metric')
-      )
-    ).toEqual(['loss', 'eval_loss', 'learning_rate']);
-    // A one-point metric is a final value (the table's), not a curve.
-    expect(document.querySelector('figure[data-metric="train_runtime"]')).toBe(
-      null
-    );
-    const loss = plotOf('loss');
-    expect(loss.labels).toEqual(['qlora-a', 'qlora-b']);
-    // Every step either job logged, each job's value there or null (job-b logs every other).
-    expect(loss.data).toEqual([
-      [1, 2, 3, 4],
-      [2.0, 1.5, 1.2, null],
-      [null, 2.1, null, 1.0]
-    ]);
-    // One colour per job, the same in every chart (and its column's swatch).
-    expect(loss.colors[0]).not.toBe(loss.colors[1]);
-    const evalLoss = plotOf('eval_loss');
-    expect(evalLoss.labels).toEqual(['qlora-a']);
-    expect(evalLoss.colors).toEqual([loss.colors[0]]);
-    expect(plotOf('learning_rate').colors).toEqual(loss.colors);
-    expect(
-      training.querySelector('figure[data-metric="eval_loss"] figcaption')!
-        .textContent
-    ).toBe('eval_loss1 of 3 jobs');
-    const swatches = Array.from(
-      document.querySelectorAll<HTMLElement>(
-        '.jp-hyperpod-CompareTable thead .jp-hyperpod-Swatch'
-      )
-    ).map(el => el.dataset.series);
-    expect(swatches).toEqual(['0', '1', '2']);
-    // System metrics folded away, as in the Metrics tab.
-    const system = document.querySelector<HTMLDetailsElement>(
-      'details.jp-hyperpod-MetricsSystem'
-    )!;
-    expect(system.open).toBe(false);
-    expect(plotOf('system/cpu_utilization_percentage').labels).toEqual([
-      'qlora-b'
-    ]);
-    // The job without a run says so.
-    const missing = screen.getByRole('list', { name: 'Jobs without curves' });
-    expect(missing.textContent).toBe(
-      'qlora-c: No MLflow run is tagged with this job'
-    );
-  });
-
-  it('smooths each job’s line over its own points, keeping the steps it lacks empty', async () => {
-    const { client } = threeClient();
-    render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
-    await screen.findByRole('group', { name: 'Training curves' });
-    act(() => {
-      fireEvent.change(screen.getByLabelText('Smoothing'), {
-        target: { value: '0.6' }
-      });
-    });
-    const [steps, a, b] = plotOf('loss').data as number[][];
-    expect(steps).toEqual([1, 2, 3, 4]);
-    // Debiased EMA: the first point stays, the next leans on it.
-    expect(a[0]).toBeCloseTo(2.0);
-    expect(a[1]).toBeCloseTo((0.6 * 0.4 * 2.0 + 0.4 * 1.5) / (1 - 0.36));
-    expect(a[3]).toBeNull();
-    expect(b[0]).toBeNull();
-    expect(b[1]).toBeCloseTo(2.1);
-    expect(b[3]).toBeCloseTo((0.6 * 0.4 * 2.1 + 0.4 * 1.0) / (1 - 0.36));
-  });
-
-  it('names a job whose metrics fail, with the server’s message, and draws the others', async () => {
-    const { client } = threeClient(['job-b']);
-    render(<CompareView client={client} ids={['job-a', 'job-b', 'job-c']} />);
-    await screen.findByRole('group', { name: 'Training curves' });
-    expect(plotOf('loss').labels).toEqual(['qlora-a']);
-    const missing = screen.getByRole('list', { name: 'Jobs without curves' });
-    expect(
-      Array.from(missing.querySelectorAll('li')).map(li => li.textContent)
-    ).toEqual([
-      'qlora-b: MLflow at http://mlflow:5000 does not answer: start it, or set HyperPodApp.mlflow_tracking_uri',
-      'qlora-c: No MLflow run is tagged with this job'
-    ]);
-  });
-
-  it('says so when no job logged a curve', async () => {
-    const { client } = compareClient();
-    client.compare = async () => ({
-      ...threeJobs(),
-      jobs: [
-        threeJobs().jobs[2],
-        { ...threeJobs().jobs[2], id: 'job-d', name: 'qlora-d' }
-      ]
-    });
-    render(<CompareView client={client} ids={['job-c', 'job-d']} />);
-    expect(
-      await screen.findByText('None of these jobs logged a metric curve.')
-    ).toBeTruthy();
-    expect(screen.queryByLabelText('Smoothing')).toBeNull();
-    expect(
-      screen.getByRole('list', { name: 'Jobs without curves' }).children
-    ).toHaveLength(2);
-  });
-
-  it('tells two jobs of one name apart in the legend', async () => {
-    const { client } = compareClient();
-    client.compare = async () => {
-      const comparison = makeComparison();
-      comparison.jobs[1].name = 'qlora-a';
-      return comparison;
-    };
-    render(<CompareView client={client} ids={['job-a', 'job-b']} />);
-    await screen.findByRole('group', { name: 'Training curves' });
-    expect(plotOf('loss').labels).toEqual([
-      'qlora-a (job-a)',
-      'qlora-a (job-b)'
-    ]);
-  });
-});
-
-describe('alignByStep', () => {
-  it('puts runs on every step any logged, the last value of a repeated step winning', () => {
-    expect(
-      alignByStep([
-        points([
-          [3, 1],
-          [1, 3],
-          [3, 2]
-        ]),
-        points([[2, 5]]),
-        []
-      ])
-    ).toEqual([
-      [1, 2, 3],
-      [3, null, 2],
-      [null, 5, null],
-      [null, null, null]
-    ]);
   });
 });
 

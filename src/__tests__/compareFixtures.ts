@@ -9,6 +9,8 @@ import {
   IJobMetrics,
   IMetricPoint
 } from '../models';
+import { CompareClient } from '../components/compare/CompareView';
+import { ApiError } from '../handler';
 
 export function makeComparedJob(extra: Partial<IComparedJob>): IComparedJob {
   return {
@@ -192,4 +194,43 @@ export function makeJobMetrics(id: string): IJobMetrics {
     message: 'No MLflow run is tagged with this job',
     evaluation: null
   };
+}
+
+/** A client answering the fixtures, recording what was asked. */
+export function compareClient(failDiff = false, failMetrics: string[] = []) {
+  const asked: string[] = [];
+  const client: CompareClient = {
+    compare: async (ids: string[]) => {
+      asked.push(`compare ${ids.join(',')}`);
+      return makeComparison();
+    },
+    diff: async (a: string, b: string) => {
+      asked.push(`diff ${a} ${b}`);
+      if (failDiff) {
+        throw new ApiError('Job job-b not found', 404, 'NotFound');
+      }
+      return makeDiff();
+    },
+    metrics: async (id: string) => {
+      asked.push(`metrics ${id}`);
+      if (failMetrics.includes(id)) {
+        throw new ApiError(
+          'MLflow at http://mlflow:5000 does not answer: start it, or set HyperPodApp.mlflow_tracking_uri',
+          503,
+          'MlflowUnavailable'
+        );
+      }
+      return makeJobMetrics(id);
+    }
+  };
+  return { client, asked };
+}
+
+/** Three jobs: job-c ran no MLflow run. */
+export function threeJobs() {
+  const comparison = makeComparison();
+  comparison.jobs.push(
+    makeComparedJob({ id: 'job-c', name: 'qlora-c', state: 'FAILED' })
+  );
+  return comparison;
 }

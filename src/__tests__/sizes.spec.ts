@@ -1,6 +1,7 @@
 /**
- * Small modules (#26 item 5): no source file of the extension over 400 lines and the Submit
- * form's view under 300 (its model is submitState.ts). Generated code and tests are not counted.
+ * Small modules (#26 item 5): no TypeScript file of the extension, its tests included, over 400
+ * lines and the Submit form's view under 300 (its model is submitState.ts). Generated code (the
+ * OpenAPI types) is not counted.
  * Lines as `wc -l` counts them.
  */
 declare function require(name: string): any;
@@ -12,7 +13,7 @@ const path = require('path');
 const SRC = path.join(__dirname, '..');
 const MAX_LINES = 400;
 const MAX_SUBMIT_VIEW = 300;
-const SKIPPED = new Set(['generated', '__tests__']);
+const SKIPPED = new Set(['generated']);
 /**
  * Files still over the limit while they are being split, each with the most lines it may have
  * (none now: model.ts is split into jobsmodel.ts and jobwatch.ts). Delete an entry once the
@@ -47,7 +48,7 @@ describe('module sizes', () => {
     expect(files.some(f => f.endsWith('index.ts'))).toBe(true);
   });
 
-  it(`has no source file over ${MAX_LINES} lines`, () => {
+  it(`has no file over ${MAX_LINES} lines`, () => {
     const over = files
       .map(file => `${path.relative(SRC, file)}: ${lines(file)}`)
       .filter(entry => {
