@@ -12,6 +12,7 @@ from .agent.http import MCP_ROUTE, McpEndpoint, McpHandler
 from .byo_handlers import ApplyHandler
 from .chain_handlers import ChainsHandler, JobChainHandler, JobResumeHandler
 from .core.feed import JobFeed
+from .core.logprotocol import JobLooks
 from .core.models import JobState
 from .core.service import HyperPodService
 from .core.settings import HyperPodSettings
@@ -130,6 +131,7 @@ class HyperPodApp(ExtensionApp, HyperPodSettings):
             hyperpod_pools=self._pools,
             hyperpod_mcp=self._mcp,
             hyperpod_feed=self._feed,
+            hyperpod_job_looks=JobLooks(self.service),
         )
         self._executor = executor
         self._start_gpu_sampler()

@@ -524,6 +524,7 @@ class LogStreamHandler(
             offset=self.get_argument("offset", "0"),
             offsets=self.get_argument("offsets", ""),
             heartbeat_every=float(self.service.settings.heartbeat_interval),
+            looks=self.settings.get("hyperpod_job_looks"),
         )
         state: JobState | None = None
         events = follow_async(follow, lambda function: self.run_in("logs", function))

@@ -322,3 +322,69 @@ async def test_the_python_client_follows_binary_frames(
     text = "".join(e.data for e in data)
     assert text == "".join(f"line {i} é\n" for i in range(20000))
     assert data[-1].offset == len(text.encode()) and events[-1].type == "end"
+
+
+# -- followers of one job share its state checks (logprotocol.JobLooks) ----------------------
+
+
+class _CountingSource:
+    """A job whose state the test sets, and a count of the store reads made for it."""
+
+    def __init__(self) -> None:
+        self.state = logprotocol.JobState.RUNNING
+        self.reads = 0
+
+    def job(self, job_id: str) -> Any:
+        self.reads += 1
+        return _View(self.state)
+
+    def log_reader(self, job_id: str, rank: int = 0) -> Any:
+        return _EmptyLog()
+
+
+class _View:
+    def __init__(self, state: logprotocol.JobState) -> None:
+        self.state, self.state_reason, self.exit_code = state, None, 0
+
+
+class _EmptyLog:
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        pass
+
+
+def test_followers_of_one_job_share_one_state_check() -> None:
+    now = [0.0]
+    source = _CountingSource()
+    looks = logprotocol.JobLooks(source, fresh_for=0.125, clock=lambda: now[0])
+    followers = [
+        logprotocol.Follow(source, "j", {0: 0}, clock=lambda: now[0], looks=looks)
+        for _ in range(200)
+    ]
+    for follow in followers:
+        follow.open()
+        follow.step()  # each follower's first look
+    first = source.reads
+    for tick in range(1, 9):  # 2 s of state checks, every 0.25 s
+        now[0] = tick * logprotocol.STATE_CHECK_SECONDS
+        for follow in followers:
+            follow.step()
+    assert source.reads - first == 8, "one store read a check for all 200, not 200"
+
+    source.state = logprotocol.JobState.SUCCEEDED
+    now[0] += logprotocol.STATE_CHECK_SECONDS
+    ends = [follow.step() for follow in followers]
+    assert all(step.done and step.events[-1].type == "end" for step in ends)
+
+
+def test_a_follow_without_shared_looks_reads_the_job_at_each_check() -> None:
+    now = [0.0]
+    source = _CountingSource()
+    follow = logprotocol.Follow(source, "j", {0: 0}, clock=lambda: now[0])
+    follow.open()
+    for tick in range(5):
+        now[0] = tick * logprotocol.STATE_CHECK_SECONDS
+        follow.step()
+    assert source.reads == 5

@@ -173,8 +173,9 @@ class FileApply:
             self.book.store.delete(job_id)
             raise
         update.events = [*job.events, *(update.events or [])]
-        self.nudge()
-        return self.book.save(job, data, update)
+        saved = self.book.save(job, data, update)
+        self.nudge()  # after the save: the feed's listeners read the record as it now is
+        return saved
 
 
 def job_name(name: str) -> str:

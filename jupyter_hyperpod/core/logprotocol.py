@@ -65,6 +65,7 @@ __all__ = [
     "Follow",
     "FrameEncoding",
     "FrameType",
+    "JobLooks",
     "LogEvent",
     "RankArg",
     "Step",
@@ -209,6 +210,40 @@ class Step:
     """Seconds to wait before the next step (0: step again at once)."""
 
 
+class JobLooks:
+    """A job's state as its followers look at it: one store read per job every `fresh_for`,
+    shared by every follower of the job (200 followers of one job read the store 8 times a
+    second, not 800). Each follower's first look, which checks that it may follow the job, is
+    its own (`Follow.for_request`)."""
+
+    def __init__(
+        self,
+        source: Source,
+        fresh_for: float = STATE_CHECK_SECONDS / 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.source = source
+        self.fresh_for = fresh_for
+        self.clock = clock
+        self._seen: dict[str, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def job(self, job_id: str) -> Any:
+        now = self.clock()
+        with self._lock:
+            seen = self._seen.get(job_id)
+        if seen is not None and now - seen[0] < self.fresh_for:
+            return seen[1]
+        job = self.source.job(job_id)  # outside the lock: a slow read holds up no other job
+        with self._lock:
+            if len(self._seen) > 1024:  # jobs no longer followed
+                self._seen = {
+                    key: value for key, value in self._seen.items() if now - value[0] < 1.0
+                }
+            self._seen[job_id] = (now, job)
+        return job
+
+
 class Follow:
     """One follower of one job's ranks: the state machine every follow runs.
 
@@ -224,8 +259,11 @@ class Follow:
         *,
         heartbeat_every: float = 15.0,
         clock: Callable[[], float] = time.monotonic,
+        looks: JobLooks | None = None,
     ) -> None:
         self.source = source
+        self.looks = looks or JobLooks(source, fresh_for=0.0, clock=clock)
+        """Where the state checks after the first look go (shared by the server's followers)."""
         self.job_id = job_id
         self.offsets = dict(offsets)
         self.heartbeat_every = heartbeat_every
@@ -250,6 +288,7 @@ class Follow:
         offset: str = "0",
         offsets: str = "",
         heartbeat_every: float = 15.0,
+        looks: JobLooks | None = None,
     ) -> Follow:
         """From the stream's query: `rank` a number or `all`; `offset`, or `offsets` with all."""
         job = source.job(job_id)
@@ -261,7 +300,7 @@ class Follow:
             except ValueError:
                 raise InvalidRequest("rank must be a number or 'all'", field="rank") from None
             positions = {number: parse_offset(offset)}
-        follow = cls(source, job_id, positions, heartbeat_every=heartbeat_every)
+        follow = cls(source, job_id, positions, heartbeat_every=heartbeat_every, looks=looks)
         follow._job = job
         return follow
 
@@ -313,7 +352,7 @@ class Follow:
         if self._job is None or (
             self._state is not None and now - self._checked >= STATE_CHECK_SECONDS
         ):
-            self._job = self.source.job(self.job_id)
+            self._job = self.looks.job(self.job_id)
             self._checked = now
         elif self._state is None:
             self._checked = now

@@ -221,5 +221,6 @@ class Submission:
                 state_reason=f"the job could not be started: {error}",
                 ended=time.time(),
             )
-        self.nudge()
-        return self.book.save(job, data, update)
+        saved = self.book.save(job, data, update)
+        self.nudge()  # after the save: the feed's listeners read the record as it now is
+        return saved
