@@ -93,6 +93,9 @@ def shell(jupyter_env: dict[str, str]) -> Iterator[Any]:
 
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "jupyter_hyperpod")
+    # The shell is this process's one: a session an earlier test gave its magics (`magics.api =`,
+    # a server since stopped) would answer this test's magics instead of this test's cluster.
+    ip.magics_manager.registry["HyperPodMagics"].close()
     yield ip
     magics = ip.magics_manager.registry.get("HyperPodMagics")
     if magics is not None:

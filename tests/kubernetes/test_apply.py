@@ -422,6 +422,7 @@ async def test_client_cli_and_magics_preview_the_same(
 
     client = HyperPodClient(jp_serverapp.connection_url, jp_serverapp.identity_provider.token)
     before = pytorchjobs(kubeconfig)
+    magics: Any = None
     try:
         preview = await _off_loop(client.apply, SEED, filename="pod-finetuning.yaml", dry_run=True)
         assert isinstance(preview, AppliedFile) and preview.job is None
@@ -456,5 +457,7 @@ async def test_client_cli_and_magics_preview_the_same(
         cell = await _off_loop(shell.run_cell_magic, "hyperpod", "apply --dry-run", SEED)
         assert cell.problems == preview.problems and cell.filename == "cell.yaml"
     finally:
+        if magics is not None:
+            magics.close()  # the shell is the process's one: no later test may meet this client
         client.close()
     assert pytorchjobs(kubeconfig) == before
