@@ -7,7 +7,9 @@
    Jupyter server); then how long a cordon (PATCH) takes to show in `list_nodes()` and in REST;
 2. multi-rank log follow: N worker pods with M MiB of log each, followed by the backend into its
    spool files (on disk, and on tmpfs to measure the follower without this machine's disk),
-   against the raw client's `read_namespaced_pod_log(follow=True)` streams read to memory.
+   against the raw client's `read_namespaced_pod_log(follow=True)` streams read to memory; twice:
+   with the API double in this process (sharing its GIL, as the earlier figures were measured)
+   and in a process of its own, as a real API server is.
 
 Run: PYTHONPATH=. python bench/kubernetes/bench.py [--nodes 2000] [--ranks 8] [--mib 8]
      [--repeat 5] [--only nodes|logs] [--no-rest]
@@ -46,6 +48,9 @@ from jupyter_hyperpod.core.models import JobSpec, JobState  # noqa: E402
 from jupyter_hyperpod.core.settings import HyperPodSettings  # noqa: E402
 from tests.kubernetes.conftest import node_object  # noqa: E402
 from tests.kubernetes.emulator import EmulatorThread, now_iso  # noqa: E402
+
+Staged = tuple[str, list[str], int]
+"""A staged log job: its name, its worker pods, the bytes of all their logs."""
 
 
 def samples(fn: Any, count: int) -> list[float]:
@@ -266,82 +271,95 @@ def bench_nodes(
         print(f"  {label:48} {p50:9.1f} {p99:9.1f} {len(times):5d}")
 
 
-def bench_logs(
-    emulator: EmulatorThread, kubeconfig: Path, fs_root: Path, ranks: int, mib: int, repeat: int
-) -> None:
+LOG_LINE = "rank {rank}/{world} step {step:07d} loss 0.123456 lr 2.0e-04 grad_norm 1.2345 tokens/s 12345.6\n"
+
+
+def stage_logs(emulator: EmulatorThread, attempt: int, ranks: int, mib: int) -> Staged:
+    """A finished PyTorchJob of `ranks` worker pods, each with `mib` MiB of log, in the double."""
     assert emulator.emulator is not None
-    line = "rank {rank}/{world} step {step:07d} loss 0.123456 lr 2.0e-04 grad_norm 1.2345 tokens/s 12345.6\n"
+    line = LOG_LINE
+    per_rank = mib * 1024 * 1024
+    name = f"logbench-{attempt}"
+    emulator.put(
+        "kubeflow.org/v1/pytorchjobs",
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "labels": {
+                    "app.kubernetes.io/managed-by": "jupyter-hyperpod",
+                    "hyperpod.jupyter.org/job-id": name,
+                },
+            },
+            "spec": {},
+            "status": {
+                "conditions": [
+                    {"type": "Succeeded", "status": "True", "lastTransitionTime": now_iso()}
+                ]
+            },
+        },
+    )
+    pods = []
+    for rank in range(ranks):
+        pod = f"{name}-worker-{rank}"
+        pods.append(pod)
+        emulator.put(
+            "v1/pods",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": pod,
+                    "namespace": "default",
+                    "labels": {
+                        "hyperpod.jupyter.org/job-id": name,
+                        "training.kubeflow.org/replica-index": str(rank),
+                    },
+                },
+                "spec": {"containers": [{"name": "pytorch", "image": "i"}]},
+                "status": {
+                    "phase": "Succeeded",
+                    "containerStatuses": [
+                        {
+                            "name": "pytorch",
+                            "containerID": f"c://{pod}",
+                            "restartCount": 0,
+                            "state": {"terminated": {"exitCode": 0}},
+                        }
+                    ],
+                },
+            },
+        )
+        emulator.emulator.logs.start("default", pod)
+        written, step = 0, 0
+        chunk: list[str] = []
+        while written < per_rank:
+            text = line.format(rank=rank, world=ranks, step=step)
+            chunk.append(text)
+            written += len(text)
+            step += 1
+        emulator.emulator.logs.write("default", pod, "".join(chunk))
+        emulator.emulator.logs.finish("default", pod)
+    logs = [emulator.emulator.logs.read("default", pod, 0) for pod in pods]
+    total = sum(len(log[0]) for log in logs if log is not None)
+
+    return name, pods, total
+
+
+def bench_logs(
+    kubeconfig: Path, fs_root: Path, staged: list[Staged], ranks: int, mib: int, where: str
+) -> None:
+    """Follow each staged job's logs three ways (raw client, our spool on disk and on tmpfs),
+    against the double `where` it runs (this process's thread, or a process of its own)."""
+    repeat = len(staged)
     per_rank = mib * 1024 * 1024
     results: list[dict[str, float]] = []
     # Spooling to memory too: this measures the follower, not the machine's disk.
     tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else ""
     memory = tempfile.mkdtemp(dir=tmpfs) if tmpfs else ""
-    for attempt in range(repeat):
-        name = f"logbench-{attempt}"
-        emulator.put(
-            "kubeflow.org/v1/pytorchjobs",
-            {
-                "apiVersion": "kubeflow.org/v1",
-                "kind": "PyTorchJob",
-                "metadata": {
-                    "name": name,
-                    "namespace": "default",
-                    "labels": {
-                        "app.kubernetes.io/managed-by": "jupyter-hyperpod",
-                        "hyperpod.jupyter.org/job-id": name,
-                    },
-                },
-                "spec": {},
-                "status": {
-                    "conditions": [
-                        {"type": "Succeeded", "status": "True", "lastTransitionTime": now_iso()}
-                    ]
-                },
-            },
-        )
-        pods = []
-        for rank in range(ranks):
-            pod = f"{name}-worker-{rank}"
-            pods.append(pod)
-            emulator.put(
-                "v1/pods",
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": pod,
-                        "namespace": "default",
-                        "labels": {
-                            "hyperpod.jupyter.org/job-id": name,
-                            "training.kubeflow.org/replica-index": str(rank),
-                        },
-                    },
-                    "spec": {"containers": [{"name": "pytorch", "image": "i"}]},
-                    "status": {
-                        "phase": "Succeeded",
-                        "containerStatuses": [
-                            {
-                                "name": "pytorch",
-                                "containerID": f"c://{pod}",
-                                "restartCount": 0,
-                                "state": {"terminated": {"exitCode": 0}},
-                            }
-                        ],
-                    },
-                },
-            )
-            emulator.emulator.logs.start("default", pod)
-            written, step = 0, 0
-            chunk: list[str] = []
-            while written < per_rank:
-                text = line.format(rank=rank, world=ranks, step=step)
-                chunk.append(text)
-                written += len(text)
-                step += 1
-            emulator.emulator.logs.write("default", pod, "".join(chunk))
-            emulator.emulator.logs.finish("default", pod)
-        logs = [emulator.emulator.logs.read("default", pod, 0) for pod in pods]
-        total = sum(len(log[0]) for log in logs if log is not None)
+    for attempt, (name, pods, total) in enumerate(staged):
 
         def job_in(root: Path, name: str = name) -> StoredJob:
             job_dir = root / "jobs" / name
@@ -419,7 +437,7 @@ def bench_logs(
         results.append(timings)
     size = ranks * per_rank / 1024 / 1024
     raw = statistics.median(r["raw"] for r in results)
-    print(f"logs: {ranks} ranks x {mib} MiB followed to the end, median of {repeat}")
+    print(f"logs: {ranks} ranks x {mib} MiB followed to the end, median of {repeat}; {where}")
     print(f"  {'':52} {'ms':>8} {'MiB/s':>8} {'x raw':>6}")
     rows = [("raw client follow streams -> memory", raw)]
     rows.append(("backend followers -> spool files on disk", median_of(results, "disk")))
@@ -437,6 +455,56 @@ def median_of(results: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in results)
 
 
+def serve_logs(args: argparse.Namespace) -> None:
+    """`--serve-logs KUBECONFIG`: the double in a process of its own, as a real API server is:
+    stage the log jobs, write the kubeconfig, print the staged jobs as a JSON line, serve until
+    stdin closes."""
+    emulator = EmulatorThread()
+    emulator.start()
+    try:
+        staged = [
+            stage_logs(emulator, attempt, args.ranks, args.mib) for attempt in range(args.repeat)
+        ]
+        emulator.write_kubeconfig(Path(args.serve_logs))
+        print(json.dumps(staged), flush=True)
+        sys.stdin.read()
+    finally:
+        emulator.stop()
+
+
+def logs_from_a_double_process(work: Path, fs_root: Path, args: argparse.Namespace) -> None:
+    kubeconfig = work / "kubeconfig-process"
+    double = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--serve-logs",
+            str(kubeconfig),
+            "--ranks",
+            str(args.ranks),
+            "--mib",
+            str(args.mib),
+            "--repeat",
+            str(args.repeat),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert double.stdout is not None
+        staged = [
+            (name, list(pods), total) for name, pods, total in json.loads(double.stdout.readline())
+        ]
+        bench_logs(
+            kubeconfig, fs_root, staged, args.ranks, args.mib, "the API double in its own process"
+        )
+    finally:
+        assert double.stdin is not None
+        double.stdin.close()
+        double.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=2000)
@@ -447,7 +515,11 @@ def main() -> None:
         "--no-rest", action="store_true", help="skip the Jupyter server measurement"
     )
     parser.add_argument("--only", choices=["nodes", "logs"], default="")
+    parser.add_argument("--serve-logs", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_logs:
+        serve_logs(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-k8s-"))
     fs_root = work / "fsx"
     fs_root.mkdir()
@@ -458,9 +530,18 @@ def main() -> None:
         if args.only in ("", "nodes"):
             bench_nodes(emulator, kubeconfig, fs_root, args.nodes, args.repeat, not args.no_rest)
         if args.only in ("", "logs"):
-            bench_logs(emulator, kubeconfig, fs_root, args.ranks, args.mib, args.repeat)
+            staged = [
+                stage_logs(emulator, attempt, args.ranks, args.mib)
+                for attempt in range(args.repeat)
+            ]
+            bench_logs(
+                kubeconfig, fs_root, staged, args.ranks, args.mib, "the API double in this process"
+            )
     finally:
         emulator.stop()
+    if args.only in ("", "logs"):
+        logs_from_a_double_process(work, fs_root, args)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
