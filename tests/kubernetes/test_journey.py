@@ -89,7 +89,8 @@ def test_submit_follow_logs_and_succeed(
 
     # The spool lives in the job directory and outlives the pods.
     spool = launch.job_dir_local / "k8s-logs" / "worker-2.log"
-    assert spool.read_text().endswith("rank 2/4 done\n")
+    # (torchrun's exit-barrier error may follow the program's last line: see program_lines)
+    assert program_lines(spool.read_text(), 2, 4)[-1] == "rank 2/4 done"
     again = backend.log_reader(job, 2)
     assert read_all(again) == spool.read_text()
     again.close()
