@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(REPO))
 from common import free_port, percentile  # noqa: E402
 
-from jupyter_hyperpod.core.logframes import BINARY_HEADER, FRAMES_QUERY  # noqa: E402
+from jupyter_hyperpod.core.logframes import FRAMES_QUERY, LogEvent  # noqa: E402
 
 TOKEN = "bench-token"
 SLEEPER = "import time\ntime.sleep(3600)\n"
@@ -508,17 +508,17 @@ def follow(port: int, job_id: str, into: dict, ready: threading.Barrier) -> None
         message = ws.recv()
         if not message:
             break
-        if isinstance(message, bytes):
-            text = message[BINARY_HEADER.size :].decode("utf-8", "replace")
-        else:
-            frame = json.loads(message)
-            if frame["type"] == "end":
-                break
-            if frame["type"] != "data":
-                continue
-            text = frame["data"]
+        event = (  # decoded as the Python client decodes them
+            LogEvent.from_binary(message)
+            if isinstance(message, bytes)
+            else LogEvent.from_frame(json.loads(message))
+        )
+        if event is not None and event.type == "end":
+            break
+        if event is None or event.type != "data":
+            continue
         now = time.time()
-        buffer += text
+        buffer += event.data
         *complete, buffer = buffer.split("\n")
         for text in complete:
             if text.startswith("line "):
