@@ -63,18 +63,41 @@ async def wait_sweep(api: Api, sweep_id: str, timeout: float = 60) -> dict[str, 
         await asyncio.sleep(0.2)
 
 
+def capped_grid(seconds: float) -> dict[str, Any]:
+    """A 2x2 grid of window.py runs of `seconds` each, at most 2 at once (every backend's test)."""
+    return {
+        "name": "grid",
+        "template": "script",
+        "params": {"script": "sweep/window.py"},
+        "sweep": {"args": [f"a {seconds:g}", f"b {seconds:g}"], "time_limit_minutes": [5, 6]},
+        "max_concurrent": 2,
+    }
+
+
+def assert_two_started_two_held(jobs: list[dict[str, Any]]) -> None:
+    """The first two members went to the cluster; the other two wait for a slot, held by the
+    server (nothing on the cluster yet)."""
+    started, waiting = jobs[:2], jobs[2:]
+    assert all(job["held"] is None and job["backend_id"] for job in started), started
+    assert all(job["backend_id"] is None for job in waiting), waiting
+    assert all(job["held"].startswith("waiting for a slot: 2 of sweep grid's 2") for job in waiting)
+
+
+def window_of(log: str) -> tuple[float, float]:
+    """When a member's window.py ran, from the line it printed."""
+    line = next(text for text in log.splitlines() if text.startswith("window "))
+    _, _, start, end = line.split()
+    return float(start), float(end)
+
+
+def most_at_once(windows: list[tuple[float, float]]) -> int:
+    """The most members running at any member's start (its own included)."""
+    return max(sum(1 for s, e in windows if s <= start < e) for start, _ in windows)
+
+
 async def test_a_capped_grid_runs_two_at_a_time_and_finishes_all(api: Api, partition: Path) -> None:
     write_script(partition)
-    reply = await api.post(
-        "sweeps",
-        {
-            "name": "grid",
-            "template": "script",
-            "params": {"script": "sweep/window.py"},
-            "sweep": {"args": ["a 1.5", "b 1.5"], "time_limit_minutes": [5, 6]},
-            "max_concurrent": 2,
-        },
-    )
+    reply = await api.post("sweeps", capped_grid(1.5))
     assert reply.status == 201, reply.body
     summary, jobs = reply.body["summary"], reply.body["jobs"]
     assert summary["size"] == 4 and summary["fields"] == ["args", "time_limit_minutes"]
@@ -92,8 +115,8 @@ async def test_a_capped_grid_runs_two_at_a_time_and_finishes_all(api: Api, parti
     ]
     # The first two started, the other two wait for a slot (held by the server, not the queue).
     assert [job["held"] is None for job in jobs] == [True, True, False, False]
-    assert jobs[2]["state"] == "PENDING" and jobs[2]["backend_id"] is None
-    assert jobs[2]["held"].startswith("waiting for a slot: 2 of sweep grid's 2")
+    assert jobs[2]["state"] == "PENDING"
+    assert_two_started_two_held(jobs)
     assert summary["counts"]["waiting"] == 2
 
     listed = (await api.get("sweeps")).body["sweeps"]
@@ -103,18 +126,9 @@ async def test_a_capped_grid_runs_two_at_a_time_and_finishes_all(api: Api, parti
     assert done["summary"]["state"] == "SUCCEEDED", done
     assert done["summary"]["counts"]["SUCCEEDED"] == 4
     assert done["summary"]["progress"] == 1
-    windows = []
-    for job in done["jobs"]:
-        line = [
-            text
-            for text in Path(job["ranks"][0]["log"]).read_text().splitlines()
-            if text.startswith("window ")
-        ]
-        _, _, start, end = line[0].split()
-        windows.append((float(start), float(end)))
+    windows = [window_of(Path(job["ranks"][0]["log"]).read_text()) for job in done["jobs"]]
     # At no start of a member were more than 2 running (its own included).
-    most = max(sum(1 for s, e in windows if s <= start < e) for start, _ in windows)
-    assert most == 2, windows
+    assert most_at_once(windows) == 2, windows
     # Members are ordinary jobs: a rerun is a job of its own, outside the sweep.
     rerun = await api.post(f"jobs/{done['jobs'][0]['id']}/rerun", {})
     assert rerun.status == 201 and rerun.body["spec"]["sweep"] is None

@@ -7,7 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..helpers import Api, log_text
-from ..test_sweeps import wait_sweep, write_script
+from ..test_sweeps import (
+    assert_two_started_two_held,
+    capped_grid,
+    most_at_once,
+    wait_sweep,
+    window_of,
+    write_script,
+)
 from .test_rest import jp_server_config, k8s_traits
 
 __all__ = ["jp_server_config", "k8s_traits"]  # the fixtures, used by name
@@ -17,22 +24,10 @@ async def test_a_capped_2x2_sweep_runs_two_at_a_time_on_kubernetes(
     api: Api, partition: Path
 ) -> None:
     write_script(partition)
-    reply = await api.post(
-        "sweeps",
-        {
-            "name": "grid",
-            "template": "script",
-            "params": {"script": "sweep/window.py"},
-            "sweep": {"args": ["a 2", "b 2"], "time_limit_minutes": [5, 6]},
-            "max_concurrent": 2,
-        },
-    )
+    reply = await api.post("sweeps", capped_grid(2))
     assert reply.status == 201, reply.body
     summary, jobs = reply.body["summary"], reply.body["jobs"]
-    started, waiting = jobs[:2], jobs[2:]
-    assert all(job["held"] is None and job["backend_id"] for job in started), started
-    assert all(job["backend_id"] is None for job in waiting), waiting  # no job object yet
-    assert all(job["held"].startswith("waiting for a slot: 2 of sweep grid's 2") for job in waiting)
+    assert_two_started_two_held(jobs)
 
     done = await wait_sweep(api, summary["id"], timeout=150)
     assert done["summary"]["state"] == "SUCCEEDED", done
@@ -41,8 +36,5 @@ async def test_a_capped_2x2_sweep_runs_two_at_a_time_on_kubernetes(
     ran = []
     for job in done["jobs"]:
         frames, _ = await api.follow(job["id"], rank="all", timeout=30)
-        line = next(text for text in log_text(frames, 0).splitlines() if text.startswith("window "))
-        _, _, start, end = line.split()
-        ran.append((float(start), float(end)))
-    most = max(sum(1 for s, e in ran if s <= start < e) for start, _ in ran)
-    assert most <= 2, ran
+        ran.append(window_of(log_text(frames, 0)))
+    assert most_at_once(ran) <= 2, ran
