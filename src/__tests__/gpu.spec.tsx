@@ -12,34 +12,9 @@ import { alignSeries, gpuApiFor, IGpuNodes, IJobGpu, lastMean } from '../gpu';
 import { HyperpodModel } from '../model';
 import { DEFAULT_SETTINGS } from '../settings';
 import { makeNode } from './fixtures';
+import { plots } from './plotDouble';
 
-// uPlot draws on a canvas, which jsdom lacks: record what it is given instead.
-const plots: { data: unknown; labels: string[] }[] = [];
-jest.mock('uplot', () =>
-  jest.fn().mockImplementation((options: any, data: unknown) => {
-    const plot = {
-      width: 200,
-      data,
-      labels: options.series.slice(1).map((s: any) => s.label),
-      setData(next: unknown) {
-        plot.data = next;
-      },
-      setSize: () => undefined,
-      destroy: () => undefined
-    };
-    plots.push(plot);
-    return plot;
-  })
-);
-
-(globalThis as any).ResizeObserver = class {
-  observe() {
-    return undefined;
-  }
-  disconnect() {
-    return undefined;
-  }
-};
+jest.mock('uplot', () => require('./plotDouble').fakeUplot);
 
 const FIGURES: IGpuNodes = {
   source: 'prometheus',

@@ -3,6 +3,7 @@
  * A spec installs it with `jest.mock('uplot', () => require('./plotDouble').fakeUplot)`.
  */
 export interface IPlot {
+  /** The `data-metric` of the chart's figure (null for a chart outside one). */
   metric: string | null;
   labels: string[];
   colors: string[];
@@ -17,7 +18,7 @@ export const fakeUplot = jest
   .mockImplementation((options: any, data: unknown, host: HTMLElement) => {
     const plot: IPlot & Record<string, unknown> = {
       width: 200,
-      metric: host.closest('figure')!.getAttribute('data-metric'),
+      metric: host.closest('figure')?.getAttribute('data-metric') ?? null,
       labels: options.series.slice(1).map((s: any) => s.label),
       colors: options.series.slice(1).map((s: any) => s.stroke),
       data,
