@@ -294,6 +294,13 @@ def fake_scontrol(bin_dir: Path, port: int) -> None:
     script.chmod(0o755)
 
 
+def recording_sinfo(bin_dir: Path, calls: Path, body: str) -> None:
+    """An `sinfo` that appends its arguments to `calls`, then runs `body` (shell lines)."""
+    sinfo = bin_dir / "sinfo"
+    sinfo.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n{body}')
+    sinfo.chmod(0o755)
+
+
 def test_probe_is_armed_only_when_the_controller_answers_there(tmp_path: Path) -> None:
     settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
     with socket.socket() as listening:
@@ -318,14 +325,12 @@ def test_sinfo_without_json_falls_back_to_text_for_good(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     fake_scontrol(bin_dir, 1)
     calls = tmp_path / "calls"
-    sinfo = bin_dir / "sinfo"
-    sinfo.write_text(
-        "#!/bin/sh\n"
-        f'echo "$*" >> {calls}\n'
+    recording_sinfo(
+        bin_dir,
+        calls,
         'if [ "$1" = --json ]; then echo "sinfo: unrecognized option \'--json\'" >&2; exit 1; fi\n'
-        "printf 'node1|idle+drain|0/0/2/2|1000|gpu:t4:1|gpu:t4:0(IDX:N/A)|dev*|(null)|disk full|\\n'\n"
+        "printf 'node1|idle+drain|0/0/2/2|1000|gpu:t4:1|gpu:t4:0(IDX:N/A)|dev*|(null)|disk full|\\n'\n",
     )
-    sinfo.chmod(0o755)
     settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
     # No node cache: each listing runs sinfo (the default answers 2 s from the last one).
     backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir), node_cache_seconds=0)
@@ -346,13 +351,11 @@ def test_node_listings_are_shared_for_node_cache_seconds(tmp_path: Path) -> None
     bin_dir = tmp_path / "bin"
     fake_scontrol(bin_dir, 1)
     calls = tmp_path / "calls"
-    sinfo = bin_dir / "sinfo"
-    sinfo.write_text(
-        "#!/bin/sh\n"
-        f'echo "$*" >> {calls}\n'
-        "printf 'node1|idle|0/2/0/2|1000|gpu:t4:1|gpu:t4:0(IDX:N/A)|dev*|(null)|none|\\n'\n"
+    recording_sinfo(
+        bin_dir,
+        calls,
+        "printf 'node1|idle|0/2/0/2|1000|gpu:t4:1|gpu:t4:0(IDX:N/A)|dev*|(null)|none|\\n'\n",
     )
-    sinfo.chmod(0o755)
     settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
     backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir), use_json=False)
     assert backend.node_cache_seconds == 2.0
