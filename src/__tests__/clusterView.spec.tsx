@@ -63,8 +63,10 @@ describe('ClusterView: connect to a HyperPod cluster', () => {
     return { client: client as unknown as HyperpodClient, connects };
   }
 
-  it('lists clusters, disables Slurm ones and connects to EKS', async () => {
-    const { client, connects } = awsClient();
+  /** The Cluster view of a started model, its list of HyperPod clusters opened. */
+  async function openClusterList(
+    client: HyperpodClient
+  ): Promise<HyperpodModel> {
     const model = new HyperpodModel(client, DEFAULT_SETTINGS);
     model.start();
     render(<ClusterView model={model} />);
@@ -73,6 +75,12 @@ describe('ClusterView: connect to a HyperPod cluster', () => {
         name: 'Connect to a HyperPod cluster'
       })
     );
+    return model;
+  }
+
+  it('lists clusters, disables Slurm ones and connects to EKS', async () => {
+    const { client, connects } = awsClient();
+    const model = await openClusterList(client);
     const slurm = await screen.findByRole('button', {
       name: 'Connect to slurm-cluster'
     });
@@ -97,14 +105,7 @@ describe('ClusterView: connect to a HyperPod cluster', () => {
 
   it('sets up a login node of a Slurm cluster', async () => {
     const { client, connects } = awsClient();
-    const model = new HyperpodModel(client, DEFAULT_SETTINGS);
-    model.start();
-    render(<ClusterView model={model} />);
-    fireEvent.click(
-      await screen.findByRole('button', {
-        name: 'Connect to a HyperPod cluster'
-      })
-    );
+    const model = await openClusterList(client);
     const setup = await screen.findByRole('button', {
       name: 'Set up a login node of slurm-cluster'
     });
@@ -132,14 +133,7 @@ describe('ClusterView: connect to a HyperPod cluster', () => {
     const { client } = awsClient(
       new ApiError('AWS denied eks:DescribeCluster', 403, 'aws_denied')
     );
-    const model = new HyperpodModel(client, DEFAULT_SETTINGS);
-    model.start();
-    render(<ClusterView model={model} />);
-    fireEvent.click(
-      await screen.findByRole('button', {
-        name: 'Connect to a HyperPod cluster'
-      })
-    );
+    const model = await openClusterList(client);
     fireEvent.click(
       await screen.findByRole('button', { name: 'Connect to ml-cluster' })
     );
@@ -166,14 +160,7 @@ describe('ClusterView: connect to a HyperPod cluster', () => {
       }
       return { ...(await list()), region };
     };
-    const model = new HyperpodModel(client, DEFAULT_SETTINGS);
-    model.start();
-    render(<ClusterView model={model} />);
-    fireEvent.click(
-      await screen.findByRole('button', {
-        name: 'Connect to a HyperPod cluster'
-      })
-    );
+    const model = await openClusterList(client);
     expect((await screen.findByRole('alert')).textContent).toContain(
       'enter one above'
     );
