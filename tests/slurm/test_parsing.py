@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -254,9 +256,11 @@ def test_unreachable_controller_is_503_and_other_refusals_502() -> None:
 
 
 def test_missing_commands_and_refused_probes_are_503(tmp_path: Path) -> None:
-    commands = SlurmCommands(bin_dir=str(tmp_path))
+    commands = SlurmCommands(bin_dir=str(tmp_path), stall_seconds=0.3)
     with pytest.raises(BackendUnavailable, match="not installed"):
         commands.run("sinfo", [])
+    # A client that retries against a controller that is down: the probe answers at once.
+    recording_sinfo(tmp_path, tmp_path / "calls", "exec sleep 30\n")
     commands.controllers = parse_controllers(
         "SlurmctldHost[0] = ctl(127.0.0.1)\nSlurmctldPort = 1\n"
     )
@@ -264,6 +268,31 @@ def test_missing_commands_and_refused_probes_are_503(tmp_path: Path) -> None:
     with pytest.raises(BackendUnavailable, match=r"cannot connect to slurmctld at 127\.0\.0\.1:1"):
         commands.run("sinfo", [])
     assert time.monotonic() - started < 2
+    # ... and the stalled client is gone, not left retrying.
+    children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "sleep 30"], check=False)
+    assert children.returncode == 1  # no process matched
+
+
+def test_a_command_that_answers_never_probes_the_controller(tmp_path: Path) -> None:
+    """slurmctld logs each connection that sends nothing as an error: a healthy command makes
+    none, a stalled one (controller up, only slow) one probe and then its answer."""
+    recording_sinfo(tmp_path, tmp_path / "calls", "echo ok\n")
+    with socket.socket() as controller:
+        controller.bind(("127.0.0.1", 0))
+        controller.listen()
+        controller.setblocking(False)
+        commands = SlurmCommands(bin_dir=str(tmp_path), stall_seconds=0.3)
+        commands.controllers = parse_controllers(
+            f"SlurmctldHost[0] = ctl(127.0.0.1)\nSlurmctldPort = {controller.getsockname()[1]}\n"
+        )
+        for _ in range(3):
+            assert commands.run("sinfo", []).stdout == "ok\n"
+        with pytest.raises(BlockingIOError):
+            controller.accept()
+        recording_sinfo(tmp_path, tmp_path / "calls", "sleep 0.8; echo late\n")
+        assert commands.run("sinfo", []).stdout == "late\n"
+        connection, _ = controller.accept()
+        connection.close()
 
 
 def test_controllers_from_config() -> None:

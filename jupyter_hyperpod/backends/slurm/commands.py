@@ -3,7 +3,10 @@
 Every command goes through `SlurmCommands.run`, which turns "slurmctld cannot be reached" into
 `BackendUnavailable` (HTTP 503) and any other refusal into `BackendError` (502). When the
 controller is down, Slurm's clients retry for MessageTimeout (10-20 s per call); once we know the
-controller's address we probe it first (a TCP connect) so that an outage answers at once.
+controller's address, a command that has not answered within `STALL_SECONDS` makes us probe it (a
+TCP connect) so that an outage answers at once. Only a stalled command probes: slurmctld logs
+every connection that sends nothing ("Zero Bytes were transmitted or received") as an error, and
+a probe before every command filled its log and sat beside every submit.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ log = logging.getLogger(__name__)
 
 CONFIG_TTL = 60.0
 """Seconds one `scontrol show config` answers (the cluster's name, accounting, controllers)."""
+
+STALL_SECONDS = 0.5
+"""How long a command runs before we probe the controller (a healthy one answers in
+milliseconds; a down one makes the clients retry for MessageTimeout)."""
 
 UNREACHABLE = re.compile(
     r"unable to contact slurm controller|socket timed out|zero bytes were transmitted"
@@ -57,15 +64,17 @@ class SlurmCommands:
         probe_timeout: float = 1.0,
         fast_fail: bool = True,
         config_ttl: float = CONFIG_TTL,
+        stall_seconds: float = STALL_SECONDS,
     ) -> None:
         self.bin_dir = bin_dir
         self.timeout = timeout
         self.probe_timeout = probe_timeout
         self.fast_fail = fast_fail
-        """Probe slurmctld's port before each command once its address is known."""
+        """Probe slurmctld's port when a command stalls, once its address is known."""
         self.config_ttl = config_ttl
+        self.stall_seconds = stall_seconds
         self.controllers: list[Controller] = []
-        """The slurmctld addresses probed before each command; empty: never probe."""
+        """The slurmctld addresses probed when a command stalls; empty: never probe."""
         self.known_controllers: list[Controller] = []
         """The addresses the last `scontrol show config` named (probed or not)."""
         self._config: dict[str, str] = {}
@@ -106,35 +115,59 @@ class SlurmCommands:
         probe: bool = True,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run `name args...`; returns the finished process when its exit code is in ok_codes."""
-        if probe:
-            self.check_reachable()
+        """Run `name args...`; returns the finished process when its exit code is in ok_codes.
+        `probe`: if it has not answered within `stall_seconds`, fail at once when no controller
+        accepts a connection (the client would retry for MessageTimeout)."""
         argv = [self.executable(name), *args]
         with self._lock:
             self.calls += 1
             self.history = [*self.history[-49:], [name, *args]]
         limit = timeout or self.timeout
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 argv,
-                capture_output=True,
-                text=True,
-                timeout=limit,
-                env=dict(env) if env is not None else self.environment(),
                 stdin=subprocess.DEVNULL,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=dict(env) if env is not None else self.environment(),
             )
         except FileNotFoundError:
             raise BackendUnavailable(
                 f"the Slurm command '{name}' is not installed here: is this a Slurm login node?"
             ) from None
-        except subprocess.TimeoutExpired:
-            raise BackendUnavailable(
-                f"Slurm did not answer '{name}' within {limit:g} s: slurmctld may be down or busy"
-            ) from None
+        with process:
+            stdout, stderr = self._wait(process, name, limit, probe=probe)
+        done = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
         if done.returncode in ok_codes:
             return done
         raise command_error(name, done.returncode, done.stderr or done.stdout)
+
+    def _wait(
+        self, process: subprocess.Popen[str], name: str, limit: float, *, probe: bool
+    ) -> tuple[str, str]:
+        """The command's output once it exits; killed (and reaped) when the controller is found
+        down while it stalls, or when it runs past `limit`."""
+        started = time.monotonic()
+        stall = min(self.stall_seconds, limit) if probe and self.controllers else limit
+        try:
+            try:
+                return process.communicate(timeout=stall)
+            except subprocess.TimeoutExpired:
+                if stall >= limit:
+                    raise
+            self.check_reachable()
+            return process.communicate(timeout=max(0.0, limit - (time.monotonic() - started)))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise BackendUnavailable(
+                f"Slurm did not answer '{name}' within {limit:g} s: slurmctld may be down or busy"
+            ) from None
+        except BaseException:
+            process.kill()
+            process.communicate()
+            raise
 
     # -- the controller ----------------------------------------------------------------------------
     def config(self, *, force: bool = False) -> dict[str, str]:
@@ -175,7 +208,9 @@ class SlurmCommands:
             self._probe_off = True
 
     def check_reachable(self) -> None:
-        """Fail fast when every known controller refuses connections (slurmctld is down)."""
+        """Fail fast when every known controller refuses connections (slurmctld is down). Each
+        probe is an error line in slurmctld's log: only when a command stalls, or once when the
+        address is learnt."""
         if not self.controllers:
             return
         errors = []
