@@ -166,6 +166,10 @@ def normalize_quantities(obj: Any) -> None:
             normalize_quantities(item)
 
 
+LOG_COPY_BYTES = 32 * 1024
+"""The most a log stream's HTTP chunk holds (Go's io.Copy buffer: `_copy_log`)."""
+
+
 class LogStore:
     """Container logs written by the test controller (any thread), read by the emulator."""
 
@@ -527,8 +531,7 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         await response.prepare(raw)
         data, done = first
         offset = len(data)
-        if data:
-            await response.write(data)
+        await self._copy_log(response, data)
         follow = request.params.get("follow") == "true"
         while follow and not done and self.serving:
             await asyncio.sleep(0.01)
@@ -536,11 +539,24 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
             if step is None:
                 break
             data, done = step
-            if data:
-                offset += len(data)
-                await response.write(data)
+            offset += len(data)
+            await self._copy_log(response, data)
         await response.write_eof()
         return response
+
+    @staticmethod
+    async def _copy_log(response: aiohttp.web.StreamResponse, data: bytes) -> None:
+        """As the API server streams a log: `responsewriters.StreamObject` (k8s.io/apiserver,
+        pkg/endpoints/handlers/responsewriters/writers.go) runs `io.Copy(flushwriter.Wrap(w),
+        out)`, and io.Copy reads at most 32 KiB at a time (Go's io.copyBuffer), each write
+        flushed: one HTTP chunk of at most 32 KiB per read, never one chunk for the whole log.
+        Each request has a goroutine of its own (net/http's `Server.Serve` runs `go c.serve`), so
+        concurrent streams progress together: every chunk lets the other streams' coroutines run
+        (aiohttp's write returns without yielding while the socket takes the bytes)."""
+        view = memoryview(data)
+        for start in range(0, len(view), LOG_COPY_BYTES):
+            await response.write(view[start : start + LOG_COPY_BYTES])
+            await asyncio.sleep(0)
 
 
 def resource_key(resource: Any) -> str:
