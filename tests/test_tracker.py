@@ -111,6 +111,38 @@ def test_a_listener_reading_after_a_refresh_does_not_speed_the_tracker_up() -> N
         tracker.stop()
 
 
+def test_readers_nudging_a_pending_refresh_do_not_wake_the_tracker() -> None:
+    """Every GET of the jobs nudges; once a refresh is asked for, more nudges change nothing, so
+    they do not wake the tracker's thread (each wake handed it the GIL mid-request). The asked
+    refresh still comes within fresh_for, and a nudge after it asks again."""
+    # The asked refresh is due 1 s after the first: the 50 nudges all come while it is pending.
+    tracker = Tracker(lambda: 100.0, min_interval=0.05, max_interval=30.0, fresh_for=1.0)
+    tracker.start()
+    try:
+        assert tracker.wait_first(5)
+        time.sleep(0.2)
+        wakes = 0
+        notify_all = tracker._wake.notify_all
+
+        def counted() -> None:
+            nonlocal wakes
+            wakes += 1
+            notify_all()
+
+        tracker._wake.notify_all = counted  # type: ignore[method-assign]
+        for _ in range(50):
+            tracker.nudge()
+        assert wakes == 1
+        deadline = time.monotonic() + 5
+        while tracker.refreshes < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tracker.refreshes == 2
+        tracker.nudge()
+        assert wakes == 2
+    finally:
+        tracker.stop()
+
+
 def test_publish_tells_the_listeners_without_a_refresh() -> None:
     """A submit or a cancel changed the store, not the cluster: the feed hears it at once, and
     no status query runs beside the next submit (the Slurm submit bench: an squeue after every
