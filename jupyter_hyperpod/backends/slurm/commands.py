@@ -54,7 +54,8 @@ class Controller:
 
 class SlurmCommands:
     """Runs sinfo/squeue/sacct/scontrol/sbatch/scancel with a time limit each, and knows where
-    slurmctld is (`scontrol show config`, read once a `config_ttl`) to probe it first."""
+    slurmctld is (`scontrol show config`, read once a `config_ttl`) to probe it when a command
+    stalls."""
 
     def __init__(
         self,
