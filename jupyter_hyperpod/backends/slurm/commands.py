@@ -29,9 +29,10 @@ log = logging.getLogger(__name__)
 CONFIG_TTL = 60.0
 """Seconds one `scontrol show config` answers (the cluster's name, accounting, controllers)."""
 
-STALL_SECONDS = 0.5
-"""How long a command runs before we probe the controller (a healthy one answers in
-milliseconds; a down one makes the clients retry for MessageTimeout)."""
+STALL_SECONDS = 1.0
+"""How long a command runs before we probe the controller: a healthy one answers in milliseconds
+(the queue of a large cluster in a second or so, and each probe is a line in slurmctld's log); a
+down one makes the clients retry for MessageTimeout."""
 
 UNREACHABLE = re.compile(
     r"unable to contact slurm controller|socket timed out|zero bytes were transmitted"
