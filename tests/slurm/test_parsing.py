@@ -273,6 +273,18 @@ def test_missing_commands_and_refused_probes_are_503(tmp_path: Path) -> None:
     assert children.returncode == 1  # no process matched
 
 
+def test_a_command_past_its_time_limit_is_503_and_killed(tmp_path: Path) -> None:
+    """No controller known (nothing to probe): the time limit alone ends a hung client."""
+    recording_sinfo(tmp_path, tmp_path / "calls", "exec sleep 31\n")
+    commands = SlurmCommands(bin_dir=str(tmp_path), timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=r"did not answer 'sinfo' within 0\.5 s"):
+        commands.run("sinfo", [])
+    assert time.monotonic() - started < 2
+    children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "sleep 31"], check=False)
+    assert children.returncode == 1  # no process matched
+
+
 def test_a_command_that_answers_never_probes_the_controller(tmp_path: Path) -> None:
     """slurmctld logs each connection that sends nothing as an error: a healthy command makes
     none, a stalled one (controller up, only slow) one probe and then its answer."""

@@ -4,7 +4,7 @@ Every command goes through `SlurmCommands.run`, which turns "slurmctld cannot be
 `BackendUnavailable` (HTTP 503) and any other refusal into `BackendError` (502). When the
 controller is down, Slurm's clients retry for MessageTimeout (10-20 s per call); once we know the
 controller's address, a command that has not answered within `STALL_SECONDS` makes us probe it (a
-TCP connect) so that an outage answers at once. Only a stalled command probes: slurmctld logs
+TCP connect) so that an outage answers within that time. Only a stalled command probes: slurmctld logs
 every connection that sends nothing ("Zero Bytes were transmitted or received") as an error, and
 a probe before every command filled its log and sat beside every submit.
 """
@@ -160,15 +160,14 @@ class SlurmCommands:
                     raise
             self.check_reachable()
             return process.communicate(timeout=max(0.0, limit - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
+        except BaseException as error:
             process.kill()
             process.communicate()
-            raise BackendUnavailable(
-                f"Slurm did not answer '{name}' within {limit:g} s: slurmctld may be down or busy"
-            ) from None
-        except BaseException:
-            process.kill()
-            process.communicate()
+            if isinstance(error, subprocess.TimeoutExpired):
+                raise BackendUnavailable(
+                    f"Slurm did not answer '{name}' within {limit:g} s: slurmctld may be down or "
+                    "busy"
+                ) from None
             raise
 
     # -- the controller ----------------------------------------------------------------------------
