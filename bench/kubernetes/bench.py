@@ -279,7 +279,6 @@ LOG_LINE = "rank {rank}/{world} step {step:07d} loss 0.123456 lr 2.0e-04 grad_no
 def stage_logs(emulator: EmulatorThread, attempt: int, ranks: int, mib: int) -> Staged:
     """A finished PyTorchJob of `ranks` worker pods, each with `mib` MiB of log, in the double."""
     assert emulator.emulator is not None
-    line = LOG_LINE
     per_rank = mib * 1024 * 1024
     name = f"logbench-{attempt}"
     emulator.put(
@@ -304,6 +303,7 @@ def stage_logs(emulator: EmulatorThread, attempt: int, ranks: int, mib: int) -> 
         },
     )
     pods = []
+    total = 0
     for rank in range(ranks):
         pod = f"{name}-worker-{rank}"
         pods.append(pod)
@@ -338,15 +338,14 @@ def stage_logs(emulator: EmulatorThread, attempt: int, ranks: int, mib: int) -> 
         written, step = 0, 0
         chunk: list[str] = []
         while written < per_rank:
-            text = line.format(rank=rank, world=ranks, step=step)
+            text = LOG_LINE.format(rank=rank, world=ranks, step=step)
             chunk.append(text)
             written += len(text)
             step += 1
-        emulator.emulator.logs.write("default", pod, "".join(chunk))
+        log = "".join(chunk).encode()
+        emulator.emulator.logs.write("default", pod, log)
         emulator.emulator.logs.finish("default", pod)
-    logs = [emulator.emulator.logs.read("default", pod, 0) for pod in pods]
-    total = sum(len(log[0]) for log in logs if log is not None)
-
+        total += len(log)
     return name, pods, total
 
 
@@ -451,7 +450,7 @@ def bench_logs(
             timings[f"{key} cpu"] = after.user + after.system - before.user - before.system
         results.append(timings)
     size = ranks * per_rank / 1024 / 1024
-    raw = statistics.median(r["raw"] for r in results)
+    raw = median_of(results, "raw")
     print(f"logs: {ranks} ranks x {mib} MiB followed to the end, median of {repeat}; {where}")
     print(f"  {'':52} {'ms':>8} {'MiB/s':>8} {'x raw':>6} {'CPU ms':>7}")
     rows = [("raw client follow streams -> memory", "raw")]
