@@ -63,6 +63,14 @@ async def wait_sweep(api: Api, sweep_id: str, timeout: float = 60) -> dict[str, 
         await asyncio.sleep(0.2)
 
 
+async def wait_all_four_succeeded(api: Api, sweep_id: str, timeout: float = 60) -> dict[str, Any]:
+    """The capped grid's sweep once it has ended: SUCCEEDED, all four members with it."""
+    done = await wait_sweep(api, sweep_id, timeout=timeout)
+    assert done["summary"]["state"] == "SUCCEEDED", done
+    assert done["summary"]["counts"]["SUCCEEDED"] == 4
+    return done
+
+
 def capped_grid(seconds: float) -> dict[str, Any]:
     """A 2x2 grid of window.py runs of `seconds` each, at most 2 at once (every backend's test)."""
     return {
@@ -122,9 +130,7 @@ async def test_a_capped_grid_runs_two_at_a_time_and_finishes_all(api: Api, parti
     listed = (await api.get("sweeps")).body["sweeps"]
     assert [row["id"] for row in listed] == [summary["id"]]
 
-    done = await wait_sweep(api, summary["id"])
-    assert done["summary"]["state"] == "SUCCEEDED", done
-    assert done["summary"]["counts"]["SUCCEEDED"] == 4
+    done = await wait_all_four_succeeded(api, summary["id"])
     assert done["summary"]["progress"] == 1
     windows = [window_of(Path(job["ranks"][0]["log"]).read_text()) for job in done["jobs"]]
     # At no start of a member were more than 2 running (its own included).

@@ -11,7 +11,7 @@ from ..test_sweeps import (
     assert_two_started_two_held,
     capped_grid,
     most_at_once,
-    wait_sweep,
+    wait_all_four_succeeded,
     window_of,
     write_script,
 )
@@ -29,9 +29,7 @@ async def test_a_capped_2x2_sweep_runs_two_at_a_time_on_kubernetes(
     summary, jobs = reply.body["summary"], reply.body["jobs"]
     assert_two_started_two_held(jobs)
 
-    done = await wait_sweep(api, summary["id"], timeout=150)
-    assert done["summary"]["state"] == "SUCCEEDED", done
-    assert done["summary"]["counts"]["SUCCEEDED"] == 4
+    done = await wait_all_four_succeeded(api, summary["id"], timeout=150)
     assert all(job["backend_id"] for job in done["jobs"])  # each created in turn
     ran = []
     for job in done["jobs"]:

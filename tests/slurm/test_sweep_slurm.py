@@ -14,7 +14,7 @@ from ..test_sweeps import (
     assert_two_started_two_held,
     capped_grid,
     most_at_once,
-    wait_sweep,
+    wait_all_four_succeeded,
     window_of,
     write_script,
 )
@@ -32,9 +32,7 @@ async def test_a_capped_2x2_sweep_runs_two_at_a_time_on_slurm(api: Api, partitio
     assert_two_started_two_held(jobs)
     assert all(slurm_state(job["backend_id"]) in ("PENDING", "RUNNING") for job in jobs[:2])
 
-    done = await wait_sweep(api, summary["id"], timeout=150)
-    assert done["summary"]["state"] == "SUCCEEDED", done
-    assert done["summary"]["counts"]["SUCCEEDED"] == 4
+    done = await wait_all_four_succeeded(api, summary["id"], timeout=150)
     assert all(job["backend_id"] for job in done["jobs"])  # each released to Slurm in turn
     ran = [window_of(Path(job["ranks"][0]["log"]).read_text()) for job in done["jobs"]]
     assert most_at_once(ran) <= 2, ran
