@@ -22,6 +22,7 @@ from typing import Any
 
 from ...core.backend import FileLogReader
 from ...core.errors import BackendError, HyperPodError, NotFound
+from .chunked import log_payloads
 from .client import CONNECT_TIMEOUT, KubeClient
 from .jobs import main_container_status
 
@@ -29,7 +30,6 @@ log = logging.getLogger(__name__)
 
 # A quiet training step can take minutes; a cut connection is noticed after this many seconds.
 STREAM_READ_TIMEOUT = 120.0
-CHUNK = 256 * 1024
 # torchrun --tee=3 prefixes each local rank's lines with "[<role><local_rank>]:" (role "default").
 LOCAL_RANK_PREFIX = re.compile(rb"^\[[A-Za-z_-]*?(\d+)\]:")
 # A follower nobody has read for this long is stopped (its spool stays; a reader restarts it).
@@ -274,11 +274,11 @@ class PodLogFollower:
         except (NotFound, BackendError):
             return  # none kept (400 from the API): nothing to add
         try:
-            for chunk in response.stream(CHUNK, decode_content=True):
-                out.write(chunk)
+            for data in log_payloads(response):
+                out.write(data)
             out.flush()
         finally:
-            response.release_conn()
+            _close(response)
 
     def _stream(self, pod: dict[str, Any], out: Any) -> None:
         name = (pod.get("metadata") or {}).get("name")
@@ -300,17 +300,17 @@ class PodLogFollower:
         skip = self._seen
         last_save = time.monotonic()
         try:
-            for chunk in response.stream(CHUNK, decode_content=True):
+            for data in log_payloads(response):
                 if self._stop.is_set():
                     break
                 if skip:
-                    if len(chunk) <= skip:
-                        skip -= len(chunk)
+                    if len(data) <= skip:
+                        skip -= len(data)
                         continue
-                    chunk, skip = chunk[skip:], 0
-                out.write(chunk)
+                    data, skip = data[skip:], 0
+                out.write(data)
                 out.flush()
-                self._seen += len(chunk)
+                self._seen += len(data)
                 if time.monotonic() - last_save > 1.0:
                     self._save_state()
                     last_save = time.monotonic()
@@ -320,9 +320,17 @@ class PodLogFollower:
         finally:
             with self._lock:
                 self._response = None
-            with contextlib.suppress(Exception):
-                response.release_conn()
+            _close(response)
             self._save_state()
+
+
+def _close(response: Any) -> None:
+    """Close a log response and hand its (closed) connection back: a body read in part, or
+    decoded by `log_payloads` past http.client, must not be reused for another request."""
+    with contextlib.suppress(Exception):
+        response.close()
+    with contextlib.suppress(Exception):
+        response.release_conn()
 
 
 class _Tee:
