@@ -194,14 +194,24 @@ class LogStore:
                 instance["done"] = True
 
     def read(
-        self, namespace: str, pod: str, offset: int, previous: bool = False
+        self,
+        namespace: str,
+        pod: str,
+        offset: int,
+        previous: bool = False,
+        limit: int | None = None,
     ) -> tuple[bytes, bool] | None:
+        """The log from `offset` (at most `limit` bytes) and whether the container has ended;
+        None before it started. Only what is returned is copied: a stream reads its log a piece
+        at a time, as the kubelet reads the container's log file."""
         with self.lock:
             instances = self.instances.get((namespace, pod))
             if not instances or (previous and len(instances) < 2):
                 return None
             instance = instances[-2] if previous else instances[-1]
-            return bytes(instance["data"][offset:]), instance["done"]
+            end = len(instance["data"]) if limit is None else offset + limit
+            with memoryview(instance["data"]) as view:
+                return bytes(view[offset:end]), instance["done"]
 
 
 @attrs.define(kw_only=True)
@@ -517,8 +527,7 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         if key not in self.objects or self.objects[key].deleted:
             return self._status(404, "NotFound", f'pods "{pod}" not found')
         previous = request.params.get("previous") == "true"
-        first = self.logs.read(namespace, pod, 0, previous)
-        if first is None:
+        if self.logs.read(namespace, pod, 0, previous, limit=0) is None:
             return self._status(
                 400,
                 "BadRequest",
@@ -529,34 +538,44 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
         response.enable_chunked_encoding()
         await response.prepare(raw)
-        data, done = first
-        offset = len(data)
-        await self._copy_log(response, data)
-        follow = request.params.get("follow") == "true"
-        while follow and not done and self.serving:
-            await asyncio.sleep(0.01)
-            step = self.logs.read(namespace, pod, offset, previous)
-            if step is None:
-                break
-            data, done = step
-            offset += len(data)
-            await self._copy_log(response, data)
+        await self._copy_log(
+            response, namespace, pod, previous, follow=request.params.get("follow") == "true"
+        )
         await response.write_eof()
         return response
 
-    @staticmethod
-    async def _copy_log(response: aiohttp.web.StreamResponse, data: bytes) -> None:
+    async def _copy_log(
+        self,
+        response: aiohttp.web.StreamResponse,
+        namespace: str,
+        pod: str,
+        previous: bool,
+        *,
+        follow: bool,
+    ) -> None:
         """As the API server streams a log: `responsewriters.StreamObject` (k8s.io/apiserver,
         pkg/endpoints/handlers/responsewriters/writers.go) runs `io.Copy(flushwriter.Wrap(w),
         out)`, and io.Copy reads at most 32 KiB at a time (Go's io.copyBuffer), each write
-        flushed: one HTTP chunk of at most 32 KiB per read, never one chunk for the whole log.
-        Each request has a goroutine of its own (net/http's `Server.Serve` runs `go c.serve`), so
-        concurrent streams progress together: every chunk lets the other streams' coroutines run
-        (aiohttp's write returns without yielding while the socket takes the bytes)."""
-        view = memoryview(data)
-        for start in range(0, len(view), LOG_COPY_BYTES):
-            await response.write(view[start : start + LOG_COPY_BYTES])
-            await asyncio.sleep(0)
+        flushed: one HTTP chunk of at most 32 KiB per read, never one chunk for the whole log,
+        and never more of the log in memory than the read. Each request has a goroutine of its
+        own (net/http's `Server.Serve` runs `go c.serve`), so concurrent streams progress
+        together: every chunk lets the other streams' coroutines run (aiohttp's write returns
+        without yielding while the socket takes the bytes). Following, the end of the log is
+        looked at again every 10 ms until the container ends."""
+        offset = 0
+        while self.serving:
+            piece = self.logs.read(namespace, pod, offset, previous, limit=LOG_COPY_BYTES)
+            if piece is None:
+                return
+            data, done = piece
+            if data:
+                await response.write(data)
+                offset += len(data)
+                await asyncio.sleep(0)
+            elif done or not follow:
+                return
+            else:
+                await asyncio.sleep(0.01)
 
 
 def resource_key(resource: Any) -> str:

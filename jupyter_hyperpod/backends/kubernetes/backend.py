@@ -836,10 +836,11 @@ class KubernetesOrchestrator(Orchestrator):
     def log_reader(self, job: StoredJob, rank: int) -> LogReader:
         """Rank r's log: with one process per pod, the log of worker pod r; with several
         (torchrun --tee), the lines of local rank r % procs_per_node in pod r // procs_per_node."""
-        if _state(job).adopted:  # created elsewhere: the operator's pod labels (queue.py)
+        state = _state(job)
+        if state.adopted:  # created elsewhere: the operator's pod labels (queue.py)
             return cluster_queue.adopted_log_reader(self.kube, self.followers, job, rank)
-        workers = int(_state(job).workers or job.spec.nodes)
-        per_pod = job.spec.procs_per_node if _state(job).split_ranks else 1
+        workers = int(state.workers or job.spec.nodes)
+        per_pod = job.spec.procs_per_node if state.split_ranks else 1
         if rank < 0 or rank >= workers * per_pod:
             raise NotFound(f"job {job.id} has ranks 0..{workers * per_pod - 1}, not {rank}")
         if not job.backend_id:
@@ -850,7 +851,7 @@ class KubernetesOrchestrator(Orchestrator):
         kind = self._kind_of(job)[3]
 
         def make() -> PodLogFollower:
-            spool_dir = self.followers.spool_dir(job.id, _state(job).job_dir_local)
+            spool_dir = self.followers.spool_dir(job.id, state.job_dir_local)
             rank_paths = (
                 [spool_dir / f"rank-{worker * per_pod + local}.log" for local in range(per_pod)]
                 if per_pod > 1

@@ -6,7 +6,8 @@ call -- a line read for the size, a read for the data, a read for its CRLF -- so
 up with a fast log spends its time on calls, not bytes, and writes its spool 32 KiB at a time.
 
 `log_payloads` reads instead whatever the connection has received, up to `READ_BYTES`, and yields
-the data of every chunk in it at once, as Go's chunked reader does for `kubectl logs -f`
+the data of every chunk in it at once (views into the read: the spool writes them with one
+`writev`, copying nothing), as Go's chunked reader does for `kubectl logs -f`
 (net/http/internal/chunked.go: `Read` goes on to the next chunk while the buffered reader holds
 one). It never waits for more than one read: a quiet log's line reaches the spool as soon as it
 arrived. The format is RFC 9112 section 7.1.
@@ -16,6 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any, Protocol
+
+Pieces = list[memoryview]
+"""The data one read brought: parts of one or more chunks, in order."""
 
 # Up to this much is read and written at once (a fast log's spool is written in pieces this big).
 READ_BYTES = 256 * 1024
@@ -42,20 +46,20 @@ class ChunkedBody:
         self._crlf = 0  # bytes of the CRLF after a chunk's data still to skip
         self._size_line = b""  # the start of a size line split across reads
 
-    def __iter__(self) -> Iterator[bytes]:
-        """The data of every chunk (or part of one) that each read brought, joined; ends after
-        the last chunk (its trailer is not read: the caller closes the connection)."""
+    def __iter__(self) -> Iterator[Pieces]:
+        """The data of every chunk (or part of one) that each read brought; ends after the last
+        chunk (its trailer is not read: the caller closes the connection)."""
         while not self.finished:
             received = self.stream.read1(self.read_bytes)
             if not received:
                 raise ChunkedBodyError("the connection closed before the log's last chunk")
-            data = self.feed(received)
-            if data:
-                yield data
+            pieces = self.feed(received)
+            if pieces:
+                yield pieces
 
-    def feed(self, received: bytes) -> bytes:
+    def feed(self, received: bytes) -> Pieces:
         """Decode the next bytes of the body: the chunk data in them."""
-        pieces: list[memoryview] = []
+        pieces: Pieces = []
         view = memoryview(received)
         position, end = 0, len(received)
         while position < end and not self.finished:
@@ -83,7 +87,7 @@ class ChunkedBody:
                 self._size_line = b""
                 position = newline + 1
                 self._start_chunk(line)
-        return b"".join(pieces)
+        return pieces
 
     def _start_chunk(self, line: bytes) -> None:
         size = line.split(b";", 1)[0].strip()  # (chunk extensions are ignored, as RFC 9112 allows)
@@ -93,7 +97,7 @@ class ChunkedBody:
         self.finished = self._left == 0
 
 
-def log_payloads(response: Any, read_bytes: int = READ_BYTES) -> Iterator[bytes]:
+def log_payloads(response: Any, read_bytes: int = READ_BYTES) -> Iterator[Pieces]:
     """The data of a followed log `response` (urllib3's, not preloaded) as it arrives: decoded
     here when it is plainly chunked, by urllib3 otherwise (a proxy's Content-Length or gzip).
 
@@ -104,4 +108,5 @@ def log_payloads(response: Any, read_bytes: int = READ_BYTES) -> Iterator[bytes]
     if stream is not None and hasattr(stream, "read1") and plain and response.chunked:
         yield from ChunkedBody(stream, read_bytes)
     else:
-        yield from response.stream(read_bytes, decode_content=True)
+        for data in response.stream(read_bytes, decode_content=True):
+            yield [memoryview(data)]

@@ -22,12 +22,14 @@ from typing import Any
 
 from ...core.backend import FileLogReader
 from ...core.errors import BackendError, HyperPodError, NotFound
-from .chunked import log_payloads
+from .chunked import Pieces, log_payloads
 from .client import CONNECT_TIMEOUT, KubeClient
 from .jobs import main_container_status
 
 log = logging.getLogger(__name__)
 
+# Pieces a spool write takes at once (a read of one-line chunks holds thousands; IOV_MAX is 1024).
+IOV_BATCH = 512
 # A quiet training step can take minutes; a cut connection is noticed after this many seconds.
 STREAM_READ_TIMEOUT = 120.0
 # torchrun --tee=3 prefixes each local rank's lines with "[<role><local_rank>]:" (role "default").
@@ -166,7 +168,9 @@ class PodLogFollower:
 
     # -- the loop -----------------------------------------------------------------------------
     def _wait(self, seconds: float) -> bool:
-        """Sleep until the next look; True when stopping. `nudge()` cuts the sleep short."""
+        """Sleep until the next look; True when stopping. `nudge()` cuts the sleep short. What
+        was streamed is recorded first (a stream's end is recorded here, or with `done`)."""
+        self._save_state()
         self._wake.wait(seconds)
         self._wake.clear()
         return self._stop.is_set()
@@ -181,11 +185,9 @@ class PodLogFollower:
             self.spool.parent.mkdir(parents=True, exist_ok=True)
             for path in self.rank_paths:
                 path.touch(exist_ok=True)
-            with open(self.spool, "ab") as raw:
-                out: Any = raw
-                if self.rank_paths:
-                    self._splitter = RankSplitter(self.rank_paths)
-                    out = _Tee(raw, self._splitter)
+            if self.rank_paths:
+                self._splitter = RankSplitter(self.rank_paths)
+            with _Spool(self.spool, self._splitter) as out:
                 while not self._stop.is_set():
                     try:
                         finished = self._step(out)
@@ -213,7 +215,7 @@ class PodLogFollower:
             self._save_state()
             self._ended.set()
 
-    def _step(self, out: Any) -> bool:
+    def _step(self, out: _Spool) -> bool:
         """One look at the pod: stream what is new; True when this rank's log is complete."""
         pod = self.find_pod()
         if pod is None:
@@ -240,10 +242,10 @@ class PodLogFollower:
                 # available as `previous` (Kubernetes keeps one).
                 self._fetch_previous(pod, out)
             if self._key is not None or restarts > 0:
-                out.write(
-                    f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})\n".encode()
+                note = (
+                    f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})\n"
                 )
-                out.flush()
+                out.append([memoryview(note.encode())])
             self._key, self._seen = key, 0
         elif "terminated" in state:
             # Everything of this container is already in the spool: wait for a restart or the end.
@@ -259,7 +261,7 @@ class PodLogFollower:
             self._wait(min(self.poll_interval, 0.25))
         return False
 
-    def _fetch_previous(self, pod: dict[str, Any], out: Any) -> None:
+    def _fetch_previous(self, pod: dict[str, Any], out: _Spool) -> None:
         name = (pod.get("metadata") or {}).get("name")
         try:
             response = self.kube.call(
@@ -274,13 +276,12 @@ class PodLogFollower:
         except (NotFound, BackendError):
             return  # none kept (400 from the API): nothing to add
         try:
-            for data in log_payloads(response):
-                out.write(data)
-            out.flush()
+            for pieces in log_payloads(response):
+                out.append(pieces)
         finally:
             _close(response)
 
-    def _stream(self, pod: dict[str, Any], out: Any) -> None:
+    def _stream(self, pod: dict[str, Any], out: _Spool) -> None:
         name = (pod.get("metadata") or {}).get("name")
         try:
             response = self.kube.call(
@@ -300,17 +301,16 @@ class PodLogFollower:
         skip = self._seen
         last_save = time.monotonic()
         try:
-            for data in log_payloads(response):
+            for pieces in log_payloads(response):
                 if self._stop.is_set():
                     break
-                if skip:
+                if skip:  # reconnected: what this container's log already gave is in the spool
+                    data = b"".join(pieces)
                     if len(data) <= skip:
                         skip -= len(data)
                         continue
-                    data, skip = data[skip:], 0
-                out.write(data)
-                out.flush()
-                self._seen += len(data)
+                    pieces, skip = [memoryview(data)[skip:]], 0
+                self._seen += out.append(pieces)
                 if time.monotonic() - last_save > 1.0:
                     self._save_state()
                     last_save = time.monotonic()
@@ -321,7 +321,6 @@ class PodLogFollower:
             with self._lock:
                 self._response = None
             _close(response)
-            self._save_state()
 
 
 def _close(response: Any) -> None:
@@ -333,18 +332,35 @@ def _close(response: Any) -> None:
         response.release_conn()
 
 
-class _Tee:
-    """The raw pod log and its per-rank split, written together."""
+class _Spool:
+    """The spool file, appended to with one `writev` a read (no copy of the data in Python), and
+    the per-rank split when the pod holds several ranks."""
 
-    def __init__(self, raw: Any, splitter: RankSplitter) -> None:
-        self.raw, self.splitter = raw, splitter
+    def __init__(self, path: Path, splitter: RankSplitter | None) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+        self.splitter = splitter
 
-    def write(self, data: bytes) -> None:
-        self.raw.write(data)
-        self.splitter.write(data)
+    def __enter__(self) -> _Spool:
+        return self
 
-    def flush(self) -> None:
-        self.raw.flush()
+    def __exit__(self, *_: object) -> None:
+        os.close(self.fd)
+
+    def append(self, pieces: Pieces) -> int:
+        """Write the pieces in order; how many bytes."""
+        size = 0
+        for start in range(0, len(pieces), IOV_BATCH):
+            batch = pieces[start : start + IOV_BATCH]
+            total = sum(len(piece) for piece in batch)
+            written = os.writev(self.fd, batch)
+            if written < total:  # a short write (a signal, a nearly full disk): the rest in turn
+                rest = memoryview(b"".join(batch))[written:]
+                while rest:
+                    rest = rest[os.write(self.fd, rest) :]
+            size += total
+        if self.splitter is not None:
+            self.splitter.write(b"".join(pieces))
+        return size
 
 
 class FollowerPool:
