@@ -1,0 +1,63 @@
+"""The follower's spool file (backends/kubernetes/logs.py `_Spool`): what one read decoded goes
+to the file in order whatever the number of pieces (more than a `writev` takes), a short write is
+finished, and a pod holding several ranks is split per rank as well."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jupyter_hyperpod.backends.kubernetes import logs
+from jupyter_hyperpod.backends.kubernetes.logs import IOV_BATCH, RankSplitter, _Spool
+
+
+def views(lines: list[bytes]) -> list[memoryview]:
+    read = b"".join(lines)  # one read: the pieces are views into it, as the decoder yields
+    view, pieces, position = memoryview(read), [], 0
+    for line in lines:
+        pieces.append(view[position : position + len(line)])
+        position += len(line)
+    return pieces
+
+
+def test_more_pieces_than_one_writev_takes_arrive_in_order(tmp_path: Path) -> None:
+    lines = [b"step %d loss 0.5\n" % i for i in range(IOV_BATCH * 3 + 7)]
+    spool = tmp_path / "worker-0.log"
+    with _Spool(spool, None) as out:
+        assert out.append(views(lines[:10])) == len(b"".join(lines[:10]))
+        assert out.append(views(lines[10:])) == len(b"".join(lines[10:]))
+    assert spool.read_bytes() == b"".join(lines)
+
+
+def test_a_short_write_is_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_writev = os.writev
+    calls: list[int] = []
+
+    def short_writev(fd: int, buffers: list[memoryview]) -> int:
+        calls.append(len(buffers))
+        first = buffers[0]
+        return real_writev(fd, [first[: len(first) // 2]])  # as a signal can cut one short
+
+    monkeypatch.setattr(logs.os, "writev", short_writev)
+    lines = [b"alpha\n", b"beta\n", b"gamma\n"]
+    spool = tmp_path / "worker-0.log"
+    with _Spool(spool, None) as out:
+        out.append(views(lines))
+    assert calls == [3]
+    assert spool.read_bytes() == b"alpha\nbeta\ngamma\n"
+
+
+def test_a_pod_of_several_ranks_is_split_per_rank_too(tmp_path: Path) -> None:
+    ranks = [tmp_path / "rank-0.log", tmp_path / "rank-1.log"]
+    splitter = RankSplitter(ranks)
+    lines = [b"[default0]:loss 1\n", b"[default1]:loss 2\n", b"torchrun says hi\n"]
+    with _Spool(tmp_path / "worker-0.log", splitter) as out:
+        out.append(views(lines[:2]))
+        out.append(views([lines[2][:5]]))  # a line cut between two reads
+        out.append(views([lines[2][5:]]))
+    splitter.close()
+    assert (tmp_path / "worker-0.log").read_bytes() == b"".join(lines)
+    assert ranks[0].read_bytes() == b"loss 1\ntorchrun says hi\n"
+    assert ranks[1].read_bytes() == b"loss 2\n"
