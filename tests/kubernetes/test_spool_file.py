@@ -61,3 +61,30 @@ def test_a_pod_of_several_ranks_is_split_per_rank_too(tmp_path: Path) -> None:
     assert (tmp_path / "worker-0.log").read_bytes() == b"".join(lines)
     assert ranks[0].read_bytes() == b"loss 1\ntorchrun says hi\n"
     assert ranks[1].read_bytes() == b"loss 2\n"
+
+
+def test_a_line_torchrun_copied_in_two_reads_goes_whole_to_its_rank(tmp_path: Path) -> None:
+    """As CI saw it: rank 2's print wrote its text and its newline apart, torchrun's tee read
+    between the two and rank 0's line came in the middle."""
+    ranks = [tmp_path / f"rank-{index}.log" for index in range(3)]
+    splitter = RankSplitter(ranks)
+    splitter.write(b"[default2]:rank 2/6 step 1 loss 0.5000\n")
+    splitter.write(b"[default2]:rank 2/6 step 2 loss 0.3333[default0]:rank 0/6 done\n")
+    splitter.write(b"[default1]:rank 1/6 done\n[default2]:\n[default2]:rank 2/6 done\n")
+    splitter.write(b"[default1]:cut short by the end")
+    splitter.close()
+    assert ranks[2].read_bytes() == (
+        b"rank 2/6 step 1 loss 0.5000\nrank 2/6 step 2 loss 0.3333\nrank 2/6 done\n"
+    )
+    assert ranks[0].read_bytes() == b"rank 0/6 done\n"
+    assert ranks[1].read_bytes() == b"rank 1/6 done\ncut short by the end\n"
+
+
+def test_text_that_only_looks_like_a_prefix_stays_in_its_line(tmp_path: Path) -> None:
+    ranks = [tmp_path / "rank-0.log", tmp_path / "rank-1.log"]
+    splitter = RankSplitter(ranks)
+    splitter.write(b"[default1]:parsed [x0]: and [default7]: as text\n")  # another role; rank 7
+    splitter.write(b"no prefix [default1]: at all\n")  # torchrun's own lines: the first rank
+    splitter.close()
+    assert ranks[1].read_bytes() == b"parsed [x0]: and [default7]: as text\n"
+    assert ranks[0].read_bytes() == b"no prefix [default1]: at all\n"

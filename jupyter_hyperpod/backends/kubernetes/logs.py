@@ -33,7 +33,7 @@ IOV_BATCH = 512
 # A quiet training step can take minutes; a cut connection is noticed after this many seconds.
 STREAM_READ_TIMEOUT = 120.0
 # torchrun --tee=3 prefixes each local rank's lines with "[<role><local_rank>]:" (role "default").
-LOCAL_RANK_PREFIX = re.compile(rb"^\[[A-Za-z_-]*?(\d+)\]:")
+LOCAL_RANK_PREFIX = re.compile(rb"^\[([A-Za-z_-]*?)(\d+)\]:")
 # A follower nobody has read for this long is stopped (its spool stays; a reader restarts it).
 FOLLOWER_LINGER_S = 120.0
 # Once a job has ended, its followed logs are drained before anyone is told: the log stream of a
@@ -43,31 +43,62 @@ DRAIN_TIMEOUT_S = 15.0
 
 class RankSplitter:
     """Splits a pod log holding several local ranks (torchrun --tee) into one file per rank; lines
-    without a prefix (torchrun itself, our restart notes) go to the pod's first rank."""
+    without a prefix (torchrun itself, our restart notes) go to the pod's first rank.
+
+    torchrun's tee copies each rank's output a `readline()` at a time, one thread a rank
+    (torch.distributed.elastic.multiprocessing.tail_log.tail_logfile). A rank whose `print` writes
+    the text and its newline apart (PYTHONUNBUFFERED, which the training operators set) can be
+    read between the two: the pod log then holds "[default2]:loss 0.3[default0]:done" and later
+    "[default2]:" alone. A prefix of the same role inside a line starts another rank's piece, and
+    a piece without its newline waits for the rest of its rank's line."""
 
     def __init__(self, paths: list[Path]) -> None:
         self.paths = paths
         self.files = [open(path, "ab") for path in paths]  # noqa: SIM115 - closed in close()
         self.pending = b""
+        self.partial: dict[int, bytes] = {}  # a rank's line whose newline has not come yet
+        self._markers: dict[bytes, re.Pattern[bytes]] = {}
 
     def write(self, data: bytes) -> None:
         self.pending += data
         *lines, self.pending = self.pending.split(b"\n")
         touched: set[int] = set()
         for line in lines:
-            index = 0
             match = LOCAL_RANK_PREFIX.match(line)
-            if match and int(match.group(1)) < len(self.files):
-                index = int(match.group(1))
-                line = line[match.end() :]
-            self.files[index].write(line + b"\n")
+            if not match or int(match.group(2)) >= len(self.files):
+                self.files[0].write(line + b"\n")
+                touched.add(0)
+                continue
+            pieces = self._pieces(line, match)
+            for index, text in pieces[:-1]:  # cut short by another rank's piece
+                self.partial[index] = self.partial.get(index, b"") + text
+            index, text = pieces[-1]
+            self.files[index].write(self.partial.pop(index, b"") + text + b"\n")
             touched.add(index)
         for index in touched:
             self.files[index].flush()
 
+    def _pieces(self, line: bytes, match: re.Match[bytes]) -> list[tuple[int, bytes]]:
+        """A prefixed line as (local rank, text) pieces, cut at each later prefix of its role."""
+        role = match.group(1)
+        marker = self._markers.get(role)
+        if marker is None:
+            marker = self._markers[role] = re.compile(rb"\[" + re.escape(role) + rb"(\d+)\]:")
+        pieces: list[tuple[int, bytes]] = []
+        index, start = int(match.group(2)), match.end()
+        for inner in marker.finditer(line, start):
+            if int(inner.group(1)) < len(self.files):
+                pieces.append((index, line[start : inner.start()]))
+                index, start = int(inner.group(1)), inner.end()
+        pieces.append((index, line[start:]))
+        return pieces
+
     def close(self) -> None:
         if self.pending:
             self.write(b"\n")
+        for index, text in self.partial.items():  # a rank that never ended its last line
+            self.files[index].write(text + b"\n")
+        self.partial.clear()
         for handle in self.files:
             handle.close()
 
