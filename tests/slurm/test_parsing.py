@@ -255,6 +255,17 @@ def test_unreachable_controller_is_503_and_other_refusals_502() -> None:
     assert isinstance(refused, BackendError) and "Invalid partition name" in refused.message
 
 
+def fails_fast_and_reaps(commands: SlurmCommands, message: str, hung: str) -> None:
+    """`sinfo` (a client hung in `hung`) is a 503 matching `message` within 2 s, and the stalled
+    client is gone, not left retrying."""
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=message):
+        commands.run("sinfo", [])
+    assert time.monotonic() - started < 2
+    children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", hung], check=False)
+    assert children.returncode == 1  # no process matched
+
+
 def test_missing_commands_and_refused_probes_are_503(tmp_path: Path) -> None:
     commands = SlurmCommands(bin_dir=str(tmp_path), stall_seconds=0.3)
     with pytest.raises(BackendUnavailable, match="not installed"):
@@ -264,25 +275,14 @@ def test_missing_commands_and_refused_probes_are_503(tmp_path: Path) -> None:
     commands.controllers = parse_controllers(
         "SlurmctldHost[0] = ctl(127.0.0.1)\nSlurmctldPort = 1\n"
     )
-    started = time.monotonic()
-    with pytest.raises(BackendUnavailable, match=r"cannot connect to slurmctld at 127\.0\.0\.1:1"):
-        commands.run("sinfo", [])
-    assert time.monotonic() - started < 2
-    # ... and the stalled client is gone, not left retrying.
-    children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "sleep 30"], check=False)
-    assert children.returncode == 1  # no process matched
+    fails_fast_and_reaps(commands, r"cannot connect to slurmctld at 127\.0\.0\.1:1", "sleep 30")
 
 
 def test_a_command_past_its_time_limit_is_503_and_killed(tmp_path: Path) -> None:
     """No controller known (nothing to probe): the time limit alone ends a hung client."""
     recording_sinfo(tmp_path, tmp_path / "calls", "exec sleep 31\n")
     commands = SlurmCommands(bin_dir=str(tmp_path), timeout=0.5)
-    started = time.monotonic()
-    with pytest.raises(BackendUnavailable, match=r"did not answer 'sinfo' within 0\.5 s"):
-        commands.run("sinfo", [])
-    assert time.monotonic() - started < 2
-    children = subprocess.run(["pgrep", "-P", str(os.getpid()), "-f", "sleep 31"], check=False)
-    assert children.returncode == 1  # no process matched
+    fails_fast_and_reaps(commands, r"did not answer 'sinfo' within 0\.5 s", "sleep 31")
 
 
 def test_a_command_that_answers_never_probes_the_controller(tmp_path: Path) -> None:
