@@ -203,7 +203,8 @@ class LogStore:
     ) -> tuple[bytes, bool] | None:
         """The log from `offset` (at most `limit` bytes) and whether the container has ended;
         None before it started. Only what is returned is copied: a stream reads its log a piece
-        at a time, as the kubelet reads the container's log file."""
+        at a time, as the kubelet reads the container's log file through a buffered reader
+        (`ReadLogs`, pkg/kubelet/kuberuntime/logs/logs.go)."""
         with self.lock:
             instances = self.instances.get((namespace, pod))
             if not instances or (previous and len(instances) < 2):
@@ -560,8 +561,10 @@ class HyperPodEmulator(kmock.KubernetesEmulator):
         and never more of the log in memory than the read. Each request has a goroutine of its
         own (net/http's `Server.Serve` runs `go c.serve`), so concurrent streams progress
         together: every chunk lets the other streams' coroutines run (aiohttp's write returns
-        without yielding while the socket takes the bytes). Following, the end of the log is
-        looked at again every 10 ms until the container ends."""
+        without yielding while the socket takes the bytes). Following, at the end of the log
+        the kubelet waits for the file's next write (`waitLogs`, an fsnotify watch, in the same
+        logs.go) and stops once the container is not running; the double looks again every
+        10 ms until the container has ended."""
         offset = 0
         while self.serving:
             piece = self.logs.read(namespace, pod, offset, previous, limit=LOG_COPY_BYTES)
