@@ -11,7 +11,9 @@
    with the API double in this process (sharing its GIL, as the earlier figures were measured)
    and in a process of its own on a CPU of its own, as a real API server runs on machines of its
    own (the goal's figure). The double streams a log as the API server does: 32-KiB HTTP chunks,
-   the streams of concurrent requests progressing together (tests/kubernetes/emulator.py).
+   the streams of concurrent requests progressing together (tests/kubernetes/emulator.py);
+3. the spool's writes alone, as the followers make them (N threads, M MiB each, 224 KiB a
+   `writev`), with room reserved ahead of them (core/preallocate.py) and without, in turns.
 
 Run: PYTHONPATH=. python bench/kubernetes/bench.py [--nodes 2000] [--ranks 8] [--mib 8]
      [--repeat 5] [--only nodes|logs] [--no-rest]
@@ -31,6 +33,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,9 +47,14 @@ from kubernetes import config as k8s_config  # noqa: E402
 from traitlets.config import Config  # noqa: E402
 
 from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator  # noqa: E402
-from jupyter_hyperpod.backends.kubernetes.logs import SpoolLogReader  # noqa: E402
+from jupyter_hyperpod.backends.kubernetes.logs import SpoolLogReader, _Spool  # noqa: E402
 from jupyter_hyperpod.core.backend import StoredJob  # noqa: E402
 from jupyter_hyperpod.core.models import JobSpec, JobState  # noqa: E402
+from jupyter_hyperpod.core.preallocate import (  # noqa: E402
+    LAZY_ALLOCATING,
+    RoomAhead,
+    filesystem_type,
+)
 from jupyter_hyperpod.core.settings import HyperPodSettings  # noqa: E402
 from tests.kubernetes.conftest import node_object  # noqa: E402
 from tests.kubernetes.emulator import EmulatorThread, now_iso  # noqa: E402
@@ -474,6 +482,48 @@ def bench_logs(
         shutil.rmtree(memory, ignore_errors=True)
 
 
+def bench_spool_writes(directory: Path, ranks: int, mib: int, repeat: int) -> None:
+    """The followers' spool writes without the network: `ranks` threads appending `mib` MiB each
+    through `_Spool` as one read's decoded pieces (7 chunks of 32 KiB), with and without room
+    reserved ahead, in turns; this process's CPU (user + system)."""
+    read = [memoryview(bytes(32 * 1024)) for _ in range(7)]
+    per_read = sum(map(len, read))
+
+    def spools(room: Callable[[int], RoomAhead]) -> float:
+        def write(rank: int) -> None:
+            with _Spool(directory / f"spool-{rank}.log", None, room) as out:
+                for _ in range(mib * 1024 * 1024 // per_read):
+                    out.append(read)
+
+        threads = [threading.Thread(target=write, args=(rank,)) for rank in range(ranks)]
+        cpu = time.process_time()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        cpu = time.process_time() - cpu
+        for rank in range(ranks):
+            (directory / f"spool-{rank}.log").unlink()
+        return cpu
+
+    def unreserved(fd: int) -> RoomAhead:
+        return RoomAhead(fd, fallocate=None)
+
+    fd = os.open(directory, os.O_RDONLY)
+    kind = filesystem_type(fd) or "unknown"
+    os.close(fd)
+    times: dict[str, list[float]] = {"reserved": [], "plain": []}
+    for _ in range(repeat):
+        times["reserved"].append(spools(RoomAhead))
+        times["plain"].append(spools(unreserved))
+    reserved, plain = (statistics.median(times[key]) * 1000 for key in ("reserved", "plain"))
+    applies = "reserved" if kind in LAZY_ALLOCATING else "not reserved on this file system"
+    print(
+        f"spool writes alone, {ranks} x {mib} MiB on {kind} ({applies}), median of {repeat}:"
+        f" room ahead {reserved:.1f} ms CPU, without {plain:.1f} ms ({reserved / plain:.2f}x)"
+    )
+
+
 def median_of(results: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in results)
 
@@ -535,6 +585,7 @@ def logs_from_a_double_process(work: Path, fs_root: Path, args: argparse.Namespa
             f" on CPU {min(cores[0])}, the followers on the other {len(cores[1])}" if cores else ""
         )
         bench_logs(kubeconfig, fs_root, staged, args.ranks, args.mib, where, goal=True)
+        bench_spool_writes(fs_root, args.ranks, args.mib, max(args.repeat, 9))
     finally:
         os.sched_setaffinity(0, mine)
         assert double.stdin is not None

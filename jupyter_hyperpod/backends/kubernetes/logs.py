@@ -22,6 +22,7 @@ from typing import Any
 
 from ...core.backend import FileLogReader
 from ...core.errors import BackendError, HyperPodError, NotFound
+from ...core.preallocate import RoomAhead
 from .chunked import Pieces, log_payloads
 from .client import CONNECT_TIMEOUT, KubeClient
 from .jobs import main_container_status
@@ -364,31 +365,48 @@ def _close(response: Any) -> None:
 
 
 class _Spool:
-    """The spool file, appended to with one `writev` a read (no copy of the data in Python), and
-    the per-rank split when the pod holds several ranks."""
+    """The spool file, appended to with one `writev` a read (no copy of the data in Python), with
+    room reserved ahead where the file system gains from it (`core/preallocate.py`), and the
+    per-rank split when the pod holds several ranks."""
 
-    def __init__(self, path: Path, splitter: RankSplitter | None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        splitter: RankSplitter | None,
+        room: Callable[[int], RoomAhead] = RoomAhead,
+    ) -> None:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+        try:
+            self.room = room(self.fd)
+        except BaseException:
+            os.close(self.fd)
+            raise
         self.splitter = splitter
 
     def __enter__(self) -> _Spool:
         return self
 
     def __exit__(self, *_: object) -> None:
-        os.close(self.fd)
+        try:
+            self.room.release()
+        finally:
+            os.close(self.fd)
 
     def append(self, pieces: Pieces) -> int:
         """Write the pieces in order; how many bytes."""
         size = 0
+        if self.room.active:
+            self.room.before_append(sum(map(len, pieces)))
         for start in range(0, len(pieces), IOV_BATCH):
             batch = pieces[start : start + IOV_BATCH]
-            total = sum(len(piece) for piece in batch)
+            total = sum(map(len, batch))
             written = os.writev(self.fd, batch)
             if written < total:  # a short write (a signal, a nearly full disk): the rest in turn
                 rest = memoryview(b"".join(batch))[written:]
                 while rest:
                     rest = rest[os.write(self.fd, rest) :]
             size += total
+        self.room.appended(size)
         if self.splitter is not None:
             self.splitter.write(b"".join(pieces))
         return size
