@@ -1,4 +1,4 @@
-"""Room reserved ahead of an appended file (core/preallocate.py): on ext4 and XFS only, never
+"""Room reserved ahead of an appended file (core/preallocate.py): on ext4 only, never
 visible in the file's size, given back at the end and after a writer that was killed; a file
 system that refuses turns it off without losing a byte."""
 
@@ -139,7 +139,7 @@ def test_a_file_system_that_refuses_turns_it_off_and_loses_nothing(tmp_path: Pat
 
     spool = tmp_path / "worker-0.log"
     with _Spool(
-        spool, None, room=lambda fd: RoomAhead(fd, fallocate=unsupported, fs_type=lambda _: "xfs")
+        spool, None, room=lambda fd: RoomAhead(fd, fallocate=unsupported, fs_type=lambda _: "ext4")
     ) as out:
         out.append([memoryview(b"alpha\n")])
         out.append([memoryview(b"beta\n")])
@@ -152,7 +152,7 @@ def test_other_file_systems_are_left_alone(tmp_path: Path) -> None:
     def never(fd: int, mode: int, offset: int, length: int) -> None:
         raise AssertionError("fallocate called")
 
-    for kind in ("lustre", "nfs4", "btrfs", "overlay", "tmpfs", ""):
+    for kind in ("xfs", "lustre", "nfs4", "btrfs", "overlay", "tmpfs", ""):
         fd = os.open(tmp_path / f"spool-{kind}", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             room = RoomAhead(fd, fallocate=never, fs_type=lambda _, kind=kind: kind)
