@@ -58,6 +58,7 @@ def test_mountinfo_lines() -> None:
         ("/", "/mnt/my disk", "tmpfs"),
     ]
     assert mounts[1].source == "10.1.2.3@tcp:/abcdefgh"
+    assert [m.device for m in mounts] == ["98:0", "0:95", "0:40"]
 
 
 def test_a_space_without_a_kubeconfig(space: dict[str, Any]) -> None:

@@ -43,6 +43,8 @@ class Mount:
     point: str
     fstype: str
     source: str
+    device: str = ""
+    """The file system's device as 'major:minor' (what `os.stat().st_dev` names)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ def parse_mountinfo(text: str) -> list[Mount]:
                 point=_unescape(fields[4]),
                 fstype=rest[0],
                 source=rest[1],
+                device=fields[2],
             )
         )
     return mounts

@@ -25,6 +25,9 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
+
+from .environment import MOUNTINFO, parse_mountinfo
 
 log = logging.getLogger(__name__)
 
@@ -67,34 +70,28 @@ _types: dict[int, str] = {}
 _types_lock = threading.Lock()
 
 
-def filesystem_type(fd: int, mountinfo: str = "/proc/self/mountinfo") -> str:
+def filesystem_type(fd: int, mountinfo: str = MOUNTINFO) -> str:
     """The type of the file system holding `fd` ('ext4', 'tmpfs', ...), from the mount whose
-    device is the file's (proc(5), /proc/pid/mountinfo); '' where it cannot be told."""
+    device is the file's (`parse_mountinfo`); '' where it cannot be told."""
     device = os.fstat(fd).st_dev
     with _types_lock:
         known = _types.get(device)
     if known is not None:
         return known
-    wanted = f"{os.major(device)}:{os.minor(device)}"
-    found = ""
     try:
-        with open(mountinfo, encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                mount, separator, rest = line.partition(" - ")
-                fields = mount.split()
-                if separator and len(fields) > 2 and fields[2] == wanted:
-                    found = rest.split(" ", 1)[0]
-                    break
+        text = Path(mountinfo).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""  # not Linux, or no /proc: not remembered, nothing reserved
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    found = next((m.fstype for m in parse_mountinfo(text) if m.device == wanted), "")
     with _types_lock:
         _types[device] = found
     return found
 
 
 class RoomAhead:
-    """Reserves room ahead of the appends to `fd` (opened for appending, `size` bytes long),
-    where its file system gains from it; else does nothing. One writer at a time, as a spool
+    """Reserves room ahead of the appends to `fd` (opened for appending), where its file system
+    gains from it; else does nothing. One writer at a time, as a spool
     has: `release` trims the file to its size as this writer knows it."""
 
     def __init__(
