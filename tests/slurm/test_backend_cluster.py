@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from jupyter_hyperpod.backends.slurm import backend as slurm_backend
 from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
 from jupyter_hyperpod.core.backend import Launch, StoredJob
 from jupyter_hyperpod.core.errors import BackendUnavailable, InvalidRequest
@@ -132,7 +133,10 @@ def test_failed_rank_fails_the_job_with_its_exit_code_and_logs(
 
 
 def test_status_polling_is_one_query_for_all_jobs(
-    backend: SlurmOrchestrator, settings: HyperPodSettings, ranks_script: Path
+    backend: SlurmOrchestrator,
+    settings: HyperPodSettings,
+    ranks_script: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     backend.slurm_config()
     tracked = [submit(backend, settings, spec(f"batch-{i}", "1.5")) for i in range(3)]
@@ -156,12 +160,25 @@ def test_status_polling_is_one_query_for_all_jobs(
         if states == ["COMPLETED"] * 3:
             break
         time.sleep(0.3)
-    # Then one squeue, and one scontrol for their exit codes.
+    # Then one squeue, and scontrol for their exit codes: once per job (side by side) while they
+    # are few, since scontrol without an id shows every job the controller holds.
     backend.commands.history.clear()
     updates = backend.refresh([t.job for t in tracked])
-    assert [call[0] for call in backend.commands.history] == ["squeue", "scontrol"]
+    assert backend.commands.history == [
+        ["squeue", *backend.commands.history[0][1:]],
+        *(["scontrol", "-o", "-d", "show", "job", t.job.backend_id] for t in tracked),
+    ]
     assert {u.state for u in updates.values()} == {JobState.SUCCEEDED}
     assert {u.exit_code for u in updates.values()} == {0}
+    # More of them: one scontrol for all it holds, and the same answer.
+    monkeypatch.setattr(slurm_backend, "SCONTROL_ONE_BY_ONE", 2)
+    backend.commands.history.clear()
+    again = backend.refresh([t.job for t in tracked])
+    assert [call[0] for call in backend.commands.history] == ["squeue", "scontrol"]
+    assert backend.commands.history[1] == ["scontrol", "-o", "-d", "show", "job"]
+    assert {job_id: (u.state, u.exit_code) for job_id, u in again.items()} == {
+        job_id: (u.state, u.exit_code) for job_id, u in updates.items()
+    }
 
 
 def test_cancel_a_running_job(

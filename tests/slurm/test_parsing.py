@@ -191,6 +191,15 @@ def test_scontrol_job_line() -> None:
     assert record.stdout == "/fsx/100% done/slurm-2.out"
 
 
+def test_scontrol_of_every_job_parses_only_the_wanted_ones() -> None:
+    """`scontrol show job` without an id lists every job the controller holds: ours only."""
+    others = [SCONTROL_JOB.replace("JobId=2 ", f"JobId={n} ", 1) for n in (20, 200, 22)]
+    text = "\n".join([*others, SCONTROL_JOB])
+    assert set(jobs.parse_scontrol_jobs(text)) == {"20", "200", "22", "2"}
+    assert set(jobs.parse_scontrol_jobs(text, wanted={"2", "22", "9"})) == {"2", "22"}
+    assert jobs.parse_scontrol_jobs(text, wanted=set()) == {}
+
+
 def test_scontrol_detail_gives_each_nodes_gpu_indices() -> None:
     # `scontrol -o -d show job` of the test cluster's Slurm 22.05 (a running 2-node job).
     line = (

@@ -59,6 +59,10 @@ from .script import (
 )
 from .state import SlurmState
 
+SCONTROL_ONE_BY_ONE = 8
+"""Up to this many jobs, scontrol is asked once per job, side by side: each call costs a client's
+start (a few ms), a call for every held job costs the cluster's whole job table."""
+
 
 class SlurmOrchestrator(Orchestrator):
     """Drives Slurm through its command-line clients, as a person on the login node would."""
@@ -446,15 +450,25 @@ class SlurmOrchestrator(Orchestrator):
                 self.log.info("sacct failed, asking scontrol: %s", done.stderr.strip()[-200:])
         missing = [slurm_id for slurm_id in ids if slurm_id not in found] + started
         if missing:
-            # scontrol takes one job id or none: one call for every job the controller still holds.
-            # -d: each node's GPU indices too (GRES=gpu:2(IDX:0-1)), for the job's GPU figures.
-            args = ["-o", "-d", "show", "job"] + (missing if len(missing) == 1 else [])
-            done = self.commands.run("scontrol", args, ok_codes=(0, 1))
+            found.update(self._scontrol_jobs(missing))
+        return found
+
+    def _scontrol_jobs(self, slurm_ids: list[str]) -> dict[str, slurm_jobs.JobRecord]:
+        """What the controller holds on these jobs (`-d`: each node's GPU indices too, for the
+        job's GPU figures). scontrol shows one job or every job it holds (MinJobAge keeps ended
+        ones: 1,673 jobs made 2.2 MB and 58 ms on the test cluster, against 4.6 ms for one), so a
+        few jobs are asked one by one, side by side, and only more than SCONTROL_ONE_BY_ONE at
+        once."""
+        if len(slurm_ids) <= SCONTROL_ONE_BY_ONE:
+            arg_lists = [["-o", "-d", "show", "job", slurm_id] for slurm_id in slurm_ids]
+        else:
+            arg_lists = [["-o", "-d", "show", "job"]]
+        text = ""
+        for done in self.commands.run_each("scontrol", arg_lists, ok_codes=(0, 1)):
             if done.returncode != 0 and "invalid job id" not in done.stderr.lower():
                 raise _error_of("scontrol", done)
-            shown = slurm_jobs.parse_scontrol_jobs(done.stdout if done.returncode == 0 else "")
-            found.update({k: v for k, v in shown.items() if k in missing})
-        return found
+            text += done.stdout + "\n" if done.returncode == 0 else ""
+        return slurm_jobs.parse_scontrol_jobs(text, wanted=set(slurm_ids))
 
     def _update_from(self, job: StoredJob, record: slurm_jobs.JobRecord) -> JobUpdate | None:
         state = record.state

@@ -4,7 +4,8 @@ Every command goes through `SlurmCommands.run`, which turns "slurmctld cannot be
 `BackendUnavailable` (HTTP 503) and any other refusal into `BackendError` (502). When the
 controller is down, Slurm's clients retry for MessageTimeout (10-20 s per call); once we know the
 controller's address, a command that has not answered within `STALL_SECONDS` makes us probe it (a
-TCP connect) so that an outage answers within that time. Only a stalled command probes: slurmctld logs
+TCP connect) so that an outage answers within that time; one thread keeps these times for every
+command (watch.py), which itself waits for its exit without a timeout. Only a stalled command probes: slurmctld logs
 every connection that sends nothing ("Zero Bytes were transmitted or received") as an error, and
 a probe before every command filled its log and sat beside every submit.
 """
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ...core.errors import BackendError, BackendUnavailable
+from .watch import CommandWatch, Watched
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +69,7 @@ class SlurmCommands:
         fast_fail: bool = True,
         config_ttl: float = CONFIG_TTL,
         stall_seconds: float = STALL_SECONDS,
+        watch: CommandWatch | None = None,
     ) -> None:
         self.bin_dir = bin_dir
         self.timeout = timeout
@@ -75,6 +78,9 @@ class SlurmCommands:
         """Probe slurmctld's port when a command stalls, once its address is known."""
         self.config_ttl = config_ttl
         self.stall_seconds = stall_seconds
+        self.watch = watch or CommandWatch()
+        """Ends the commands that stall or run past their time limit (watch.py says why a thread
+        and not `communicate(timeout=...)`)."""
         self.controllers: list[Controller] = []
         """The slurmctld addresses probed when a command stalls; empty: never probe."""
         self.known_controllers: list[Controller] = []
@@ -120,55 +126,111 @@ class SlurmCommands:
         """Run `name args...`; returns the finished process when its exit code is in ok_codes.
         `probe`: if it has not answered within `stall_seconds`, fail at once when no controller
         accepts a connection (the client would retry for MessageTimeout)."""
-        argv = [self.executable(name), *args]
-        with self._lock:
-            self.calls += 1
-            self.history = [*self.history[-49:], [name, *args]]
+        (done,) = self.run_each(
+            name, [args], timeout=timeout, ok_codes=ok_codes, probe=probe, env=env
+        )
+        return done
+
+    def run_each(
+        self,
+        name: str,
+        arg_lists: Sequence[Sequence[str]],
+        *,
+        timeout: float | None = None,
+        ok_codes: Sequence[int] = (0,),
+        probe: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> list[subprocess.CompletedProcess[str]]:
+        """`name` once per argument list, the processes running side by side (a client takes a
+        few ms to start, most of it waiting); the first failure is raised once all have ended."""
         limit = timeout or self.timeout
+        environment = dict(env) if env is not None else self.environment()
+        running: list[tuple[list[str], subprocess.Popen[str], Watched]] = []
         try:
-            process = subprocess.Popen(
+            for args in arg_lists:
+                argv = [self.executable(name), *args]
+                with self._lock:
+                    self.calls += 1
+                    self.history = [*self.history[-49:], [name, *args]]
+                process = self._start(name, argv, environment)
+                running.append((argv, process, self._watch(process, name, limit, probe=probe)))
+        except BaseException:
+            for _, process, watched in running:
+                watched.finish()
+                process.kill()
+                process.communicate()
+            raise
+        finished: list[subprocess.CompletedProcess[str]] = []
+        failure: BaseException | None = None
+        for argv, process, watched in running:
+            try:
+                stdout, stderr = self._wait(process, watched)
+            except BaseException as error:
+                failure = failure or error
+                continue
+            finished.append(subprocess.CompletedProcess(argv, process.returncode, stdout, stderr))
+        if failure is not None:
+            raise failure
+        for done in finished:
+            if done.returncode not in ok_codes:
+                raise command_error(name, done.returncode, done.stderr or done.stdout)
+        return finished
+
+    @staticmethod
+    def _start(name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+        try:
+            return subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                env=dict(env) if env is not None else self.environment(),
+                env=env,
             )
         except FileNotFoundError:
             raise BackendUnavailable(
                 f"the Slurm command '{name}' is not installed here: is this a Slurm login node?"
             ) from None
-        with process:
-            stdout, stderr = self._wait(process, name, limit, probe=probe)
-        done = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
-        if done.returncode in ok_codes:
-            return done
-        raise command_error(name, done.returncode, done.stderr or done.stdout)
 
-    def _wait(
+    def _watch(
         self, process: subprocess.Popen[str], name: str, limit: float, *, probe: bool
-    ) -> tuple[str, str]:
-        """The command's output once it exits; killed (and reaped) when the controller is found
-        down while it stalls, or when it runs past `limit`."""
-        started = time.monotonic()
-        stall = min(self.stall_seconds, limit) if probe and self.controllers else limit
-        try:
+    ) -> Watched:
+        """Have the watch kill `process` when the controller is found down while it stalls, or
+        when it runs past `limit`."""
+        return self.watch.watch(
+            process,
+            limit=limit,
+            limit_message=(
+                f"Slurm did not answer '{name}' within {limit:g} s: slurmctld may be down or busy"
+            ),
+            stall=self.stall_seconds if probe and self.controllers else None,
+            on_stall=self._unreachable,
+        )
+
+    @staticmethod
+    def _wait(process: subprocess.Popen[str], watched: Watched) -> tuple[str, str]:
+        """The command's output once it exits (reaped, also when interrupted); 503 when the watch
+        stopped it."""
+        with process:
             try:
-                return process.communicate(timeout=stall)
-            except subprocess.TimeoutExpired:
-                if stall >= limit:
-                    raise
+                output = process.communicate()
+            except BaseException:
+                process.kill()
+                process.communicate()
+                raise
+            finally:
+                watched.finish()
+        if watched.stopped_because is not None:
+            raise BackendUnavailable(watched.stopped_because)
+        return output
+
+    def _unreachable(self) -> str | None:
+        """Why a stalled command should stop: no controller accepts a connection (else None)."""
+        try:
             self.check_reachable()
-            return process.communicate(timeout=max(0.0, limit - (time.monotonic() - started)))
-        except BaseException as error:
-            process.kill()
-            process.communicate()
-            if isinstance(error, subprocess.TimeoutExpired):
-                raise BackendUnavailable(
-                    f"Slurm did not answer '{name}' within {limit:g} s: slurmctld may be down or "
-                    "busy"
-                ) from None
-            raise
+        except BackendUnavailable as error:
+            return error.message
+        return None
 
     # -- the controller ----------------------------------------------------------------------------
     def config(self, *, force: bool = False) -> dict[str, str]:

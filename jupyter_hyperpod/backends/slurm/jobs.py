@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ...core.models import JobState
@@ -152,10 +153,15 @@ def parse_scontrol_line(line: str) -> dict[str, str]:
     return fields
 
 
-def parse_scontrol_jobs(text: str) -> dict[str, JobRecord]:
+def parse_scontrol_jobs(text: str, wanted: Collection[str] | None = None) -> dict[str, JobRecord]:
+    """`scontrol -o -d show job` lines -> records; only the jobs in `wanted` when given. Without
+    a job id scontrol shows every job the controller holds (MinJobAge keeps ended ones, 300 s by
+    default): only ours are worth parsing."""
     records = {}
     for line in text.splitlines():
         if not line.startswith("JobId="):
+            continue
+        if wanted is not None and line[6:].split(" ", 1)[0] not in wanted:
             continue
         fields = parse_scontrol_line(line)
         slurm_id = fields.get("JobId", "")
