@@ -4,10 +4,11 @@ Every command goes through `SlurmCommands.run`, which turns "slurmctld cannot be
 `BackendUnavailable` (HTTP 503) and any other refusal into `BackendError` (502). When the
 controller is down, Slurm's clients retry for MessageTimeout (10-20 s per call); once we know the
 controller's address, a command that has not answered within `STALL_SECONDS` makes us probe it (a
-TCP connect) so that an outage answers within that time; one thread keeps these times for every
-command (watch.py), which itself waits for its exit without a timeout. Only a stalled command probes: slurmctld logs
-every connection that sends nothing ("Zero Bytes were transmitted or received") as an error, and
-a probe before every command filled its log and sat beside every submit.
+TCP connect) so that an outage answers within that time. One thread (watch.py) keeps these times
+for every command, so that each command waits for its exit without a timeout. Only a stalled
+command probes: slurmctld logs every connection that sends nothing ("Zero Bytes were transmitted
+or received") as an error, and a probe before every command filled its log and sat beside every
+submit.
 """
 
 from __future__ import annotations
