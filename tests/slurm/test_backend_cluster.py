@@ -227,6 +227,13 @@ def test_controller_restart_during_a_job(
         backend.list_nodes()
     assert time.monotonic() - started < 5  # the probe answers at once, not after Slurm's retries
     assert tracked.job.state == JobState.RUNNING
+    # A server that starts now has never heard from slurmctld: the slurm.conf Slurm's clients
+    # read names whom to probe, so it fails as fast (it waited out MessageTimeout, 9 s here).
+    fresh = SlurmOrchestrator(settings=settings)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match="cannot connect to slurmctld at localhost:6817"):
+        fresh.list_nodes()
+    assert time.monotonic() - started < 5
     time.sleep(7)  # the job ends while the controller is away
     controller_outage.start()
     wait_state(

@@ -16,6 +16,8 @@ from jupyter_hyperpod.backends.slurm.commands import (
     DROPPED_ENV,
     SlurmCommands,
     command_error,
+    controllers_in_conf,
+    default_conf_path,
     parse_controllers,
 )
 from jupyter_hyperpod.core.backend import Launch
@@ -326,6 +328,56 @@ def test_controllers_from_config() -> None:
         ("localhost", 6817),
         ("backup", 6817),
     ]
+
+
+def test_controllers_from_slurm_conf() -> None:
+    conf = (
+        "# a comment: SlurmctldHost=nothere\n"
+        "ClusterName=ml\n"
+        "SlurmctldHost=head1(10.0.0.5)  # the primary\n"
+        "slurmctldhost=head2\n"
+        "SlurmctldPort=6900-6901\n"
+        "NodeName=n[1-4] Gres=gpu:8\n"
+    )
+    assert [(c.host, c.port) for c in controllers_in_conf(conf)] == [
+        ("10.0.0.5", 6900),
+        ("head2", 6900),
+    ]
+    legacy = "ControlMachine=old\nControlAddr=10.0.0.9\nBackupController=old2\n"
+    assert [(c.host, c.port) for c in controllers_in_conf(legacy)] == [("10.0.0.9", 6817)]
+    assert controllers_in_conf("ClusterName=configless\n") == []
+    # Without SLURM_CONF the clients read it where they were built to look.
+    assert default_conf_path("/usr/bin/scontrol") == "/etc/slurm/slurm.conf"
+    assert default_conf_path("/opt/slurm/bin/scontrol") == "/opt/slurm/etc/slurm.conf"
+    assert default_conf_path("scontrol") == "/etc/slurm/slurm.conf"  # not installed
+
+
+def test_before_slurmctld_first_answers_slurm_conf_names_whom_to_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started while slurmctld is down: its first command stalls (the clients retry
+    for MessageTimeout), and the controller its slurm.conf names refuses: 503 within about a
+    second, not after the clients' retries; with no slurm.conf, only the time limit ends it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    scontrol = bin_dir / "scontrol"
+    scontrol.write_text("#!/bin/sh\nexec sleep 30\n")
+    scontrol.chmod(0o755)
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=down\nSlurmctldHost=ctl(127.0.0.1)\nSlurmctldPort=1\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    settings = HyperPodSettings(shared_fs_root=str(tmp_path), user="alice")
+    backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir), command_timeout=4.0)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=r"cannot connect to slurmctld at 127\.0\.0\.1:1"):
+        backend.slurm_config()
+    assert time.monotonic() - started < 2.5
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "none.conf"))
+    backend = SlurmOrchestrator(settings=settings, bin_dir=str(bin_dir), command_timeout=1.5)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable, match=r"did not answer 'scontrol' within 1\.5 s"):
+        backend.slurm_config()
+    assert time.monotonic() - started >= 1.5
 
 
 def test_server_secrets_and_allocation_variables_stay_out_of_jobs() -> None:

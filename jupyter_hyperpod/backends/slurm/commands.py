@@ -3,12 +3,12 @@
 Every command goes through `SlurmCommands.run`, which turns "slurmctld cannot be reached" into
 `BackendUnavailable` (HTTP 503) and any other refusal into `BackendError` (502). When the
 controller is down, Slurm's clients retry for MessageTimeout (10-20 s per call); once we know the
-controller's address, a command that has not answered within `STALL_SECONDS` makes us probe it (a
-TCP connect) so that an outage answers within that time. One thread (watch.py) keeps these times
-for every command, so that each command waits for its exit without a timeout. Only a stalled
-command probes: slurmctld logs every connection that sends nothing ("Zero Bytes were transmitted
-or received") as an error, and a probe before every command filled its log and sat beside every
-submit.
+controller's address (from the clients' slurm.conf until `scontrol show config` answers), a
+command that has not answered within `STALL_SECONDS` makes us probe it (a TCP connect) so that an
+outage answers within that time. One thread (watch.py) keeps these times for every command, so
+that each command waits for its exit without a timeout. Only a stalled command probes: slurmctld
+logs every connection that sends nothing ("Zero Bytes were transmitted or received") as an error,
+and a probe before every command filled its log and sat beside every submit.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ...core.errors import BackendError, BackendUnavailable
 from .watch import CommandWatch, Watched
@@ -71,6 +72,7 @@ class SlurmCommands:
         config_ttl: float = CONFIG_TTL,
         stall_seconds: float = STALL_SECONDS,
         watch: CommandWatch | None = None,
+        slurm_conf: str | None = None,
     ) -> None:
         self.bin_dir = bin_dir
         self.timeout = timeout
@@ -79,6 +81,9 @@ class SlurmCommands:
         """Probe slurmctld's port when a command stalls, once its address is known."""
         self.config_ttl = config_ttl
         self.stall_seconds = stall_seconds
+        self.slurm_conf = slurm_conf
+        """The slurm.conf whose controllers are probed before slurmctld first answers (None:
+        `SLURM_CONF`, else where the clients were built to look: `default_conf_path`)."""
         self.watch = watch or CommandWatch()
         """Ends the commands that stall or run past their time limit (watch.py says why a thread
         and not `communicate(timeout=...)`)."""
@@ -241,7 +246,12 @@ class SlurmCommands:
             fresh = time.monotonic() - self._config_at < self.config_ttl
             if self._config and fresh and not force:
                 return self._config
-        text = self.run("scontrol", ["show", "config"], probe=bool(self._config)).stdout
+        if not self._config and not self.controllers and self.fast_fail and not self._probe_off:
+            # Until slurmctld first answers, the addresses in the clients' own slurm.conf are
+            # probed when a command stalls: a server started during an outage answers 503 in
+            # about STALL_SECONDS instead of after the clients' MessageTimeout.
+            self.controllers = self._conf_controllers()
+        text = self.run("scontrol", ["show", "config"]).stdout
         config = parse_key_values(text)
         with self._config_lock:
             self._config, self._config_at = config, time.monotonic()
@@ -254,6 +264,19 @@ class SlurmCommands:
     def last_config(self) -> dict[str, str]:
         """The last `scontrol show config` read, without asking again (empty before the first)."""
         return self._config
+
+    def _conf_controllers(self) -> list[Controller]:
+        """The controllers named by the slurm.conf Slurm's clients read here; none when there
+        is no such file (a configless client)."""
+        if self.slurm_conf is not None:
+            path = self.slurm_conf
+        else:
+            path = os.environ.get("SLURM_CONF") or default_conf_path(self.executable("scontrol"))
+        try:
+            with open(path, encoding="utf-8", errors="replace") as conf:
+                return controllers_in_conf(conf.read())
+        except OSError:
+            return []
 
     def know_controller(self) -> None:
         """Learn the controller's address once, so that later outages fail fast."""
@@ -311,14 +334,53 @@ def parse_controllers(config_text: str) -> list[Controller]:
             continue
         key, value = key.strip(), value.strip()
         if key == "SlurmctldPort":
-            match = re.match(r"\d+", value)
-            if match:
-                port = int(match.group())
+            port = _first_port(value, port)
         elif key.startswith("SlurmctldHost["):
-            match = re.match(r"([^(\s]+)(?:\(([^)]+)\))?", value)
-            if match:
-                hosts.append(match.group(2) or match.group(1))
+            hosts += _controller_address(value)
     return [Controller(host, port) for host in hosts]
+
+
+def default_conf_path(scontrol: str) -> str:
+    """Where Slurm's clients read slurm.conf without `SLURM_CONF`: `<prefix>/etc/slurm.conf` of
+    the prefix they were built for (HyperPod's /opt/slurm/bin -> /opt/slurm/etc), and Debian's
+    /etc/slurm/slurm.conf for clients in /usr/bin."""
+    prefix = Path(os.path.realpath(scontrol)).parent.parent if os.sep in scontrol else Path("/usr")
+    return "/etc/slurm/slurm.conf" if prefix == Path("/usr") else str(prefix / "etc" / "slurm.conf")
+
+
+def controllers_in_conf(conf_text: str) -> list[Controller]:
+    """The controllers slurm.conf names: `SlurmctldHost=name(addr)` lines, the first the
+    primary (or the older `ControlMachine`/`ControlAddr`), and `SlurmctldPort` (keys are
+    case-insensitive, `#` starts a comment; slurm.conf(5))."""
+    port = 6817
+    hosts: list[str] = []
+    legacy: dict[str, str] = {}
+    for line in conf_text.splitlines():
+        key, sep, value = line.split("#", 1)[0].partition("=")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip()
+        if key == "slurmctldport":
+            port = _first_port(value, port)
+        elif key == "slurmctldhost":
+            hosts += _controller_address(value)
+        elif key in ("controlmachine", "controladdr"):
+            legacy[key] = value.split(",")[0].strip()
+    if not hosts and (legacy.get("controladdr") or legacy.get("controlmachine")):
+        hosts = [legacy.get("controladdr") or legacy["controlmachine"]]
+    return [Controller(host, port) for host in hosts]
+
+
+def _first_port(value: str, default: int) -> int:
+    """`6817` or a range `6817-6818` -> 6817."""
+    match = re.match(r"\d+", value)
+    return int(match.group()) if match else default
+
+
+def _controller_address(value: str) -> list[str]:
+    """`name(addr)` -> [addr]; `name` -> [name]."""
+    match = re.match(r"([^(\s]+)(?:\(([^)]+)\))?", value)
+    return [match.group(2) or match.group(1)] if match else []
 
 
 def parse_key_values(text: str) -> dict[str, str]:
