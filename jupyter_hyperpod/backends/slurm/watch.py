@@ -102,16 +102,17 @@ class CommandWatch:
         """Watch `process` from now: stopped after `limit` seconds; after `stall` seconds (when
         given and shorter), `on_stall()` runs and the process is stopped if it returns a reason."""
         now = self._clock()
+        stall_at = (
+            now + stall if on_stall is not None and stall is not None and stall < limit else None
+        )
         watched = Watched(
             process,
             limit_at=now + limit,
             limit_message=limit_message,
-            on_stall=on_stall if stall is not None and stall < limit else None,
+            on_stall=on_stall if stall_at is not None else None,
         )
-        first_at = (
-            now + stall if watched.on_stall is not None and stall is not None else now + limit
-        )
-        self._push(_Due(first_at, next(self._order), watched, watched.on_stall is not None))
+        first_at = stall_at if stall_at is not None else watched.limit_at
+        self._push(_Due(first_at, next(self._order), watched, stall_at is not None))
         return watched
 
     @property
