@@ -56,15 +56,19 @@ def timed(function: Callable[[], object], repeat: int = 1) -> float:
 
 
 def timed_pair(
-    rounds: int, ours: Callable[[], object], raw: Callable[[], object]
+    rounds: int, ours: Callable[[], object], raw: Callable[[], object], *, settle: float = 0.0
 ) -> tuple[list[float], list[float]]:
     """Both actions in turns (one warm-up each), so that load on the machine hits both alike;
-    each run's time in ms."""
+    each run's time in ms. `settle`: seconds of pause before each, so that what one leaves
+    running in the background (a job starting, a process started ahead) is not timed as the
+    other's."""
     ours()
     raw()
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(rounds):
         for action, into in ((ours, times[0]), (raw, times[1])):
+            if settle:
+                time.sleep(settle)
             start = time.perf_counter()
             action()
             into.append((time.perf_counter() - start) * 1000)

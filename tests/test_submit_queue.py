@@ -232,8 +232,9 @@ def test_a_row_being_submitted_is_left_alone_and_one_left_behind_fails(
                 created=time.time() - 5,
                 spec=JobSpec(name=name, command=["counter.py", "1", "0"]),
             )
-            service.store.insert(job, service.cluster_name, {"mlflow_uri": "sqlite:///x.db"})
-            service.store.set_owner(job.id, owner)
+            service.store.insert(
+                job, service.cluster_name, {"mlflow_uri": "sqlite:///x.db"}, owner=owner
+            )
             return job.id
 
         mine = half_submitted("inflight", service.owner)

@@ -65,7 +65,7 @@ def main() -> None:
     slurm_ids: list[str] = []
     try:
         with tempfile.TemporaryDirectory(prefix="hyperpod-bench-") as tmp:
-            direct = Direct(Path(tmp), slurm_ids)
+            direct = Direct(Path(tmp), slurm_ids, standby_seconds=0.0)
             ours = [direct.submit(["true"]) for _ in range(3)]
             time.sleep(3)  # they end; the controller keeps them for MinJobAge
             print(f"refresh of 3 ended jobs (no accounting), {args.rounds} rounds; ms")

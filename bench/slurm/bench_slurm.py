@@ -6,6 +6,8 @@ Starts the project's Slurm test cluster (scripts/slurm-test-cluster.sh) unless o
 a Jupyter server with the extension driving it; then times
   - submit: `POST /hyperpod/api/jobs` (validation, the sbatch script written to the job directory,
     `sbatch --parsable`, the job store) and the backend alone vs `sbatch --parsable --wrap true`;
+    the backend with the sbatch it starts ahead of each submit (standby.py, the default, as in a
+    sweep or any submit within `standby_seconds` of the last) and without (a first submit);
   - nodes: `GET /hyperpod/api/nodes` (`sinfo --json` parsed into nodes; callers that come while
     one listing runs share it) vs raw `sinfo --json` and `sinfo -N`, and the backend alone;
   - status: the backend's refresh of 20 queued jobs (one squeue) vs one `squeue -j` per job;
@@ -20,6 +22,7 @@ Prints figures only: timings depend on the machine (this one has 2 cores shared 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -29,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +44,71 @@ if TYPE_CHECKING:
     from jupyter_hyperpod.core.backend import StoredJob
 
 CLUSTER = ROOT / "scripts" / "slurm-test-cluster.sh"
+SETTLE = 0.005
+"""Seconds between two timed submits: the sbatch the server starts ahead of the next submit
+(backends/slurm/standby.py) and the job each submit starts on this machine settle first, so that
+neither is timed as the next submit's."""
+
+
+@contextlib.contextmanager
+def jobs_held(slurm_ids: list[str]) -> Iterator[str]:
+    """The default partition DOWN while submits are timed: Slurm queues their jobs but starts
+    none. On this machine the test cluster's slurmd and each job's slurmstepd share the 2 cores
+    with the submits, and the jobs a round started slowed the next round's submit by 2-5 ms
+    (load average 3-9). Yields what the table says about it."""
+    partition = next(
+        (p.rstrip("*") for p in run(["sinfo", "-h", "-o", "%P"]).split() if p.endswith("*")), ""
+    )
+    down = subprocess.run(
+        ["scontrol", "update", f"PartitionName={partition}", "State=DOWN"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if not partition or down.returncode != 0:
+        yield "jobs ran as submitted (could not set the partition DOWN here)"
+        return
+    try:
+        yield f"partition {partition} DOWN while submits are timed: jobs queued, none started"
+    finally:
+        if slurm_ids:  # cancelled before the partition is up again: none of them ever starts
+            subprocess.run(["scancel", *slurm_ids], capture_output=True, check=False)
+            slurm_ids.clear()
+        subprocess.run(
+            ["scontrol", "update", f"PartitionName={partition}", "State=UP"],
+            capture_output=True,
+            check=False,
+        )
+
+
+Row = tuple[str, str, tuple[list[float], list[float]]]
+
+
+def submit_rows(
+    rounds: int,
+    api_submit: Callable[[], None],
+    raw_submit: Callable[[], None],
+    direct: Direct,
+    cold: Direct,
+) -> list[Row]:
+    """Through REST, the backend alone, the backend without its standby: each against sbatch."""
+    return [
+        (
+            "submit (1 node, 1 rank)",
+            "sbatch --parsable",
+            timed_pair(rounds, api_submit, raw_submit, settle=SETTLE),
+        ),
+        (
+            "submit, backend only",
+            "sbatch --parsable",
+            timed_pair(rounds, lambda: direct.submit(["true"]), raw_submit, settle=SETTLE),
+        ),
+        (
+            "submit, backend, no standby",
+            "sbatch --parsable",
+            timed_pair(rounds, lambda: cold.submit(["true"]), raw_submit, settle=SETTLE),
+        ),
+    ]
 
 
 def cluster_running() -> bool:
@@ -137,7 +205,7 @@ class Server:
 class Direct:
     """SlurmOrchestrator without HTTP, the service or the job store."""
 
-    def __init__(self, work: Path, slurm_ids: list[str]) -> None:
+    def __init__(self, work: Path, slurm_ids: list[str], *, standby_seconds: float) -> None:
         sys.path.insert(0, str(ROOT))
         from jupyter_hyperpod.backends.slurm.backend import SlurmOrchestrator
         from jupyter_hyperpod.core.settings import HyperPodSettings
@@ -145,7 +213,8 @@ class Direct:
         self.work = work
         self.slurm_ids = slurm_ids
         self.backend = SlurmOrchestrator(
-            settings=HyperPodSettings(shared_fs_root=str(work), user="b")
+            settings=HyperPodSettings(shared_fs_root=str(work), user="b"),
+            standby_seconds=standby_seconds,
         )
         self.count = 0
 
@@ -157,7 +226,7 @@ class Direct:
 
         self.count += 1
         spec = JobSpec(name="bench", command=command, launcher="plain")
-        job_dir = self.work / "direct" / str(self.count)
+        job_dir = self.work / "direct" / f"{id(self)}-{self.count}"
         launch = Launch(
             job_id=job_dir.name,
             spec=spec,
@@ -263,12 +332,13 @@ def submit_phases(work: Path, rounds: int, slurm_ids: list[str]) -> tuple[Phases
     )
     original_write = pathlib.Path.write_text
     phases.wrap(pathlib.Path, "write_text", "script write")
-    for name in ("insert", "update", "get", "claim_start", "set_owner"):
+    for name in ("insert", "update", "get", "claim_start"):
         if hasattr(JobStore, name):
             phases.wrap(service.store, name, "job store")
     totals = []
     try:
         for _ in range(rounds):
+            time.sleep(SETTLE)
             start = time.perf_counter()
             job = service.submit(body)
             totals.append(time.perf_counter() - start)
@@ -301,6 +371,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hyperpod-bench-") as tmp:
         work = Path(tmp)
         server = Server(work)
+        direct = Direct(server.fs / "shared", slurm_ids, standby_seconds=300.0)
+        cold = Direct(server.fs / "shared", slurm_ids, standby_seconds=0.0)
         try:
             spec = {"name": "bench", "command": ["true"], "launcher": "plain"}
 
@@ -312,19 +384,11 @@ def main() -> None:
                 out = run(["sbatch", "--parsable", f"--output={work}/raw-%j.out", "--wrap", "true"])
                 slurm_ids.append(out.strip().split(";")[0])
 
-            direct = Direct(server.fs / "shared", slurm_ids)
             api_nodes = lambda: server.call("GET", "nodes")  # noqa: E731
-            rows = [
-                (
-                    "submit (1 node, 1 rank)",
-                    "sbatch --parsable",
-                    timed_pair(args.rounds, api_submit, raw_submit),
-                ),
-                (
-                    "submit, backend only",
-                    "sbatch --parsable",
-                    timed_pair(args.rounds, lambda: direct.submit(["true"]), raw_submit),
-                ),
+            with jobs_held(slurm_ids) as held:
+                rows = submit_rows(args.rounds, api_submit, raw_submit, direct, cold)
+                phases, in_process = submit_phases(work, args.rounds, slurm_ids)
+            rows += [
                 (
                     "list nodes",
                     "sinfo --json",
@@ -350,10 +414,11 @@ def main() -> None:
                     direct.status_rows(args.rounds, args.jobs),
                 )
             )
-            phases, in_process = submit_phases(work, args.rounds, slurm_ids)
             nodes = len(server.call("GET", "nodes")["nodes"])  # type: ignore[index]
             version = run(["sinfo", "-V"]).split()[-1]
         finally:
+            for backend in (direct, cold):
+                backend.backend.close()
             server.stop()
             if slurm_ids:
                 subprocess.run(["scancel", *slurm_ids], capture_output=True, check=False)
@@ -364,6 +429,7 @@ def main() -> None:
         f"Slurm {version} test cluster, "
         f"{nodes} nodes, {os.cpu_count()} CPUs here, {args.rounds} rounds after one warm-up; ms"
     )
+    print(f"submits: {held}, {SETTLE * 1000:g} ms apart")
     head = f"{'operation':30} {'ours: median':>12} {'p90':>7}   {'raw':18} {'median':>7} {'p90':>7}"
     print(f"{head}  ratio")
     ratios = {}

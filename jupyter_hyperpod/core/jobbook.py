@@ -104,9 +104,9 @@ class JobBook:
             id=job_id, name=spec.name, user=self.user, orchestrator=kind, spec=spec, **fields
         )
 
-    def insert(self, job: Job, data: dict[str, Any]) -> None:
-        """Store a new job, bound to the connected cluster."""
-        self.store.insert(job, self.connection.cluster_name, data)
+    def insert(self, job: Job, data: dict[str, Any], *, owner: str | None = None) -> None:
+        """Store a new job, bound to the connected cluster (`owner`: the service starting it)."""
+        self.store.insert(job, self.connection.cluster_name, data, owner=owner)
 
     def save(self, job: Job, data: dict[str, Any], update: JobUpdate) -> Job:
         """Apply a backend's update to the record and store what changed."""

@@ -145,10 +145,15 @@ class JobStore:
             finally:
                 cursor.close()
 
-    def insert(self, job: Job, cluster: str, data: dict[str, Any]) -> None:
+    def insert(
+        self, job: Job, cluster: str, data: dict[str, Any], *, owner: str | None = None
+    ) -> None:
+        """A new row; `owner`: the service that starts it (the local queue's leases), written
+        in the same statement."""
         with self._cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO jobs ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO jobs ({_COLUMNS}, owner) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job.id,
                     job.name,
@@ -168,6 +173,7 @@ class JobStore:
                     _dump(data),
                     job.snapshot.model_dump_json() if job.snapshot else None,
                     job.held,
+                    owner,
                 ),
             )
 
@@ -249,10 +255,6 @@ class JobStore:
     def drop_lease(self, owner: str) -> None:
         with self._cursor() as cursor:
             cursor.execute("DELETE FROM leases WHERE owner = ?", (owner,))
-
-    def set_owner(self, job_id: str, owner: str) -> None:
-        with self._cursor() as cursor:
-            cursor.execute("UPDATE jobs SET owner = ? WHERE id = ?", (owner, job_id))
 
     def owner_of(self, job_id: str) -> str | None:
         with self._cursor() as cursor:

@@ -158,11 +158,10 @@ class Submission:
             job.held = job.state_reason = verdict.reason
         data = {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"]}
         try:
-            self.book.insert(job, data)
+            self.book.insert(job, data, owner=self.owner)
         except (UnicodeError, ValueError) as error:
             self.snapshots.remove(job_id)
             raise InvalidRequest(f"the job cannot be stored: {error}") from None
-        self.book.store.set_owner(job_id, self.owner)
         return Prepared(job, data, launch)
 
     def start(self, prepared: Prepared) -> Job:

@@ -296,3 +296,53 @@ def test_jobs_see_the_file_system_elsewhere(
     assert "rank=1 world_size=2" in backend.log_reader(tracked.job, 1).read(0, 4096).decode()
     forgotten = StoredJob(**{**tracked.job.__dict__, "backend_id": "987655"})
     assert backend.refresh([forgotten])["moved"].exit_code == 0  # exit-code file, local path
+
+
+def user_jobs() -> set[str]:
+    listed = subprocess.run(
+        ["squeue", "-h", "-u", "root", "-o", "%i"], capture_output=True, text=True, check=True
+    )
+    return set(listed.stdout.split())
+
+
+def test_submits_take_the_sbatch_started_ahead_and_an_unused_one_submits_nothing(
+    slurm_cluster: None, settings: HyperPodSettings, ranks_script: Path
+) -> None:
+    backend = SlurmOrchestrator(settings=settings, standby_seconds=60.0)
+    try:
+        first = submit(backend, settings, spec("ahead-one", "0"))
+        deadline = time.monotonic() + 10
+        while backend.commands.standby.waiting_pid is None:
+            assert time.monotonic() < deadline, "no sbatch was started ahead"
+            time.sleep(0.01)
+        second = submit(backend, settings, spec("ahead-two", "0", procs_per_node=2))
+        assert backend.commands.standby.taken == 1
+        for tracked, name, tasks in ((first, "ahead-one", 1), (second, "ahead-two", 2)):
+            shown = scontrol("-o", "show", "job", str(tracked.job.backend_id))
+            job_dir = tracked.job.data["job_dir"]
+            assert f"JobName={name} " in shown and f"WorkDir={job_dir} " in shown
+            assert f"NumTasks={tasks} " in shown, shown
+        wait_state(backend, [first, second], {JobState.SUCCEEDED, JobState.FAILED})
+        assert [first.job.state, second.job.state] == [JobState.SUCCEEDED] * 2
+        log = backend.log_reader(second.job, 1).read(0, 10_000).decode()
+        assert "rank=1 world_size=2" in log
+
+        deadline = time.monotonic() + 10
+        while (waiting := backend.commands.standby.waiting_pid) is None:
+            assert time.monotonic() < deadline, "no sbatch was started ahead"
+            time.sleep(0.01)
+        before = user_jobs()
+    finally:
+        backend.close()
+    assert not psutil.pid_exists(waiting)
+    assert user_jobs() <= before  # the standby, stopped, submitted nothing
+
+
+def test_an_sbatch_whose_script_never_comes_submits_nothing(slurm_cluster: None) -> None:
+    """What a standby does when its server dies: its input ends empty."""
+    before = user_jobs()
+    done = subprocess.run(
+        ["sbatch", "--parsable"], input="", capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1 and "Batch script is empty" in done.stderr
+    assert user_jobs() <= before

@@ -134,6 +134,15 @@ class SlurmOrchestrator(Orchestrator):
         config=True,
         help="How GPUs are requested: --gpus-per-node=N or --gres=gpu:N.",
     )
+    standby_seconds = Float(
+        300.0,
+        min=0.0,
+        config=True,
+        help="Keep one `sbatch --parsable` started ahead of the next submit, waiting for its "
+        "script on standard input, for at most this long after a submit (sbatch spends about "
+        "a quarter of a submit starting). Unused, it exits without submitting anything. "
+        "0: start sbatch for each submit.",
+    )
     torchrun = Unicode("torchrun", config=True, help="torchrun on the compute nodes.")
     cpus_per_rank = Int(
         1,
@@ -145,7 +154,10 @@ class SlurmOrchestrator(Orchestrator):
     def __init__(self, *, settings: Any, **kwargs: Any) -> None:
         super().__init__(settings=settings, **kwargs)
         self.commands = SlurmCommands(
-            bin_dir=self.bin_dir, timeout=self.command_timeout, fast_fail=self.fast_fail
+            bin_dir=self.bin_dir,
+            timeout=self.command_timeout,
+            fast_fail=self.fast_fail,
+            standby_seconds=self.standby_seconds,
         )
         self._json_ok: bool | None = None
         self._lock = threading.Lock()
@@ -270,7 +282,8 @@ class SlurmOrchestrator(Orchestrator):
         script = local_dir / SCRIPT_NAME
         script.write_text(rendered.text, encoding="utf-8")
         try:
-            done = self.commands.run("sbatch", ["--parsable", str(script)])
+            # The script on standard input, so that an sbatch started ahead can take it.
+            done = self.commands.run("sbatch", ["--parsable"], input=rendered.text)
         except BackendError as error:
             raise self._refusal(launch, error) from None
         slurm_id = (
@@ -598,7 +611,7 @@ class SlurmOrchestrator(Orchestrator):
             reader.close()
 
     def close(self) -> None:
-        pass
+        self.commands.close()
 
 
 def _details_unknown(job: StoredJob) -> bool:

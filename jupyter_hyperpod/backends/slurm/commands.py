@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.errors import BackendError, BackendUnavailable
+from .standby import Standby
 from .watch import CommandWatch, Watched
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class SlurmCommands:
         stall_seconds: float = STALL_SECONDS,
         watch: CommandWatch | None = None,
         slurm_conf: str | None = None,
+        standby_seconds: float = 0.0,
     ) -> None:
         self.bin_dir = bin_dir
         self.timeout = timeout
@@ -101,6 +103,14 @@ class SlurmCommands:
         self.history: list[list[str]] = []
         """The last commands run, newest last (bounded)."""
         self._found: dict[tuple[str, str], str] = {}
+        self.standby = Standby(
+            start=lambda argv, env: self._start(argv[0], argv, env, stdin=subprocess.PIPE),
+            watch=self.watch,
+            max_age=standby_seconds,
+            conf_path=self.conf_path,
+        )
+        """A command that reads its input (sbatch's script) started ahead of the next run of
+        it, for at most `standby_seconds` (0: never; standby.py)."""
 
     def executable(self, name: str) -> str:
         """Where `name` is: in bin_dir, else found on PATH once per PATH (a search of PATH took
@@ -128,12 +138,14 @@ class SlurmCommands:
         ok_codes: Sequence[int] = (0,),
         probe: bool = True,
         env: Mapping[str, str] | None = None,
+        input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run `name args...`; returns the finished process when its exit code is in ok_codes.
         `probe`: if it has not answered within `stall_seconds`, fail at once when no controller
-        accepts a connection (the client would retry for MessageTimeout)."""
+        accepts a connection (the client would retry for MessageTimeout). `input`: its standard
+        input (sbatch's script), sent to the standby started ahead for it when there is one."""
         (done,) = self.run_each(
-            name, [args], timeout=timeout, ok_codes=ok_codes, probe=probe, env=env
+            name, [args], timeout=timeout, ok_codes=ok_codes, probe=probe, env=env, input=input
         )
         return done
 
@@ -146,11 +158,14 @@ class SlurmCommands:
         ok_codes: Sequence[int] = (0,),
         probe: bool = True,
         env: Mapping[str, str] | None = None,
+        input: str | None = None,
     ) -> list[subprocess.CompletedProcess[str]]:
         """`name` once per argument list, the processes running side by side (a client takes a
-        few ms to start, most of it waiting); the first failure is raised once all have ended."""
+        few ms to start, most of it waiting); the first failure is raised once all have ended.
+        `input`: the standard input of each."""
         limit = timeout or self.timeout
         environment = dict(env) if env is not None else self.environment()
+        stdin = subprocess.DEVNULL if input is None else subprocess.PIPE
         running: list[tuple[list[str], subprocess.Popen[str], Watched]] = []
         try:
             for args in arg_lists:
@@ -158,7 +173,9 @@ class SlurmCommands:
                 with self._lock:
                     self.calls += 1
                     self.history = [*self.history[-49:], [name, *args]]
-                process = self._start(name, argv, environment)
+                process = self.standby.take(argv, environment) if input is not None else None
+                if process is None:
+                    process = self._start(name, argv, environment, stdin=stdin)
                 running.append((argv, process, self._watch(process, name, limit, probe=probe)))
         except BaseException:
             for _, process, watched in running:
@@ -170,11 +187,13 @@ class SlurmCommands:
         failure: BaseException | None = None
         for argv, process, watched in running:
             try:
-                stdout, stderr = self._wait(process, watched)
+                stdout, stderr = self._wait(process, watched, input)
             except BaseException as error:
                 failure = failure or error
                 continue
             finished.append(subprocess.CompletedProcess(argv, process.returncode, stdout, stderr))
+        if input is not None and len(running) == 1:
+            self.standby.refill(running[0][0], environment)
         if failure is not None:
             raise failure
         for done in finished:
@@ -183,11 +202,13 @@ class SlurmCommands:
         return finished
 
     @staticmethod
-    def _start(name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    def _start(
+        name: str, argv: list[str], env: dict[str, str], *, stdin: int = subprocess.DEVNULL
+    ) -> subprocess.Popen[str]:
         try:
             return subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -214,12 +235,14 @@ class SlurmCommands:
         )
 
     @staticmethod
-    def _wait(process: subprocess.Popen[str], watched: Watched) -> tuple[str, str]:
+    def _wait(
+        process: subprocess.Popen[str], watched: Watched, input: str | None = None
+    ) -> tuple[str, str]:
         """The command's output once it exits (reaped, also when interrupted); 503 when the watch
         stopped it."""
         with process:
             try:
-                output = process.communicate()
+                output = process.communicate(input)
             except BaseException:
                 process.kill()
                 process.communicate()
@@ -268,15 +291,22 @@ class SlurmCommands:
     def _conf_controllers(self) -> list[Controller]:
         """The controllers named by the slurm.conf Slurm's clients read here; none when there
         is no such file (a configless client)."""
-        if self.slurm_conf is not None:
-            path = self.slurm_conf
-        else:
-            path = os.environ.get("SLURM_CONF") or default_conf_path(self.executable("scontrol"))
         try:
-            with open(path, encoding="utf-8", errors="replace") as conf:
+            with open(self.conf_path(), encoding="utf-8", errors="replace") as conf:
                 return controllers_in_conf(conf.read())
         except OSError:
             return []
+
+    def conf_path(self) -> str:
+        """The slurm.conf Slurm's clients read here: `SLURM_CONF`, else where they were built to
+        look (it may not exist: a configless client)."""
+        if self.slurm_conf is not None:
+            return self.slurm_conf
+        return os.environ.get("SLURM_CONF") or default_conf_path(self.executable("scontrol"))
+
+    def close(self) -> None:
+        """Stop the standby (it has submitted nothing)."""
+        self.standby.close()
 
     def know_controller(self) -> None:
         """Learn the controller's address once, so that later outages fail fast."""

@@ -168,9 +168,10 @@ def render_script(launch: Launch, options: ScriptOptions) -> tuple[str, list[str
 
     lines = [
         "#!/bin/bash",
-        f"# jupyter-hyperpod job {spec.name} ({launch.job_id}) of {launch.user}, submitted as",
-        f"# `sbatch --parsable {SCRIPT_NAME}` from its job directory. Rank 0 and the launcher",
-        "# write to the output file below, rank N > 0 to rank-N.log in the same directory.",
+        f"# jupyter-hyperpod job {spec.name} ({launch.job_id}) of {launch.user}: this file,",
+        f"# {SCRIPT_NAME} in its job directory, went to `sbatch --parsable` on standard input.",
+        "# Rank 0 and the launcher write to the output file below, rank N > 0 to rank-N.log in",
+        "# the same directory.",
         *[f"#SBATCH {item}" for item in header],
         "",
         "# Environment of every rank.",

@@ -11,6 +11,7 @@ this thread ends the commands that run too long: at a command's stall time it as
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import math
@@ -35,11 +36,14 @@ class Watched:
         limit_at: float,
         limit_message: str,
         on_stall: Callable[[], str | None] | None,
+        reap: bool = False,
     ) -> None:
         self._process: subprocess.Popen[Any] | None = process
         self.limit_at = limit_at
         self.limit_message = limit_message
         self.on_stall = on_stall
+        self.reap = reap
+        """Reap it when stopped (nobody else waits for it: a standby, standby.py)."""
         self.stopped_because: str | None = None
         self._lock = threading.Lock()
 
@@ -54,10 +58,13 @@ class Watched:
 
     def stop(self, reason: str) -> None:
         with self._lock:
-            if self._process is None:
+            process = self._process
+            if process is None:
                 return
             self.stopped_because = reason
-            self._process.kill()
+            process.kill()
+        if self.reap:
+            stop_and_reap(process)
 
 
 @dataclass(order=True)
@@ -98,9 +105,11 @@ class CommandWatch:
         limit_message: str,
         stall: float | None = None,
         on_stall: Callable[[], str | None] | None = None,
+        reap: bool = False,
     ) -> Watched:
         """Watch `process` from now: stopped after `limit` seconds; after `stall` seconds (when
-        given and shorter), `on_stall()` runs and the process is stopped if it returns a reason."""
+        given and shorter), `on_stall()` runs and the process is stopped if it returns a reason.
+        `reap`: a stopped process is also reaped here (no caller waits for it)."""
         now = self._clock()
         stall_at = (
             now + stall if on_stall is not None and stall is not None and stall < limit else None
@@ -110,6 +119,7 @@ class CommandWatch:
             limit_at=now + limit,
             limit_message=limit_message,
             on_stall=on_stall if stall_at is not None else None,
+            reap=reap,
         )
         first_at = stall_at if stall_at is not None else watched.limit_at
         self._push(_Due(first_at, next(self._order), watched, stall_at is not None))
@@ -163,3 +173,13 @@ class CommandWatch:
                 watched.stop(reason)
             elif not watched.finished:
                 self._push(_Due(watched.limit_at, next(self._order), watched, False))
+
+
+def stop_and_reap(process: subprocess.Popen[Any], timeout: float = 5.0) -> None:
+    """Wait for a killed process and close its pipes (what it wrote is not wanted)."""
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout)
