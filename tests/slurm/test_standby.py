@@ -154,3 +154,17 @@ def test_commands_without_input_never_use_or_start_a_standby(
     assert "Batch script is empty" in done.stderr
     time.sleep(0.3)
     assert commands.standby.waiting_pid is None
+
+
+def test_submits_side_by_side_each_send_their_script_to_one_sbatch(
+    commands: SlurmCommands, fake_slurm: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    scripts = [f"#!/bin/sh\necho {index}\n" for index in range(24)]
+    with ThreadPoolExecutor(4) as pool:
+        jobs = list(pool.map(lambda script: submit(commands, script), scripts))
+    assert len(set(jobs)) == len(scripts)  # one sbatch each, none given two scripts
+    sent = submitted(fake_slurm)
+    assert [sent[job] for job in jobs] == scripts
+    assert commands.standby.taken >= 1

@@ -14,6 +14,8 @@ Safe by construction:
   job) and the same slurm.conf (path, size and modification time) as the submit that takes it;
   otherwise it is stopped and the submit starts its own.
 - It waits at most `max_age` seconds: then the watch stops it, and the next submit starts cold.
+  That also bounds how long a change to a file slurm.conf includes (plugstack.conf's SPANK
+  plugins, which sbatch loads before it reads its script) goes unseen by a standby.
 """
 
 from __future__ import annotations
