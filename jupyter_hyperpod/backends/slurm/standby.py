@@ -122,29 +122,27 @@ class Standby:
             _stop(waiting.process)
 
     def _fill(self, key: _Key) -> None:
-        process: subprocess.Popen[str] | None = None
         try:
             process = self._start(list(key.argv), dict(key.env))
-            watched = self._watch.watch(
-                process,
-                limit=self.max_age,
-                limit_message="waited for a script longer than its max_age",
-                reap=True,
-            )
         except Exception as error:  # the submit that comes will start its own and say why
             log.debug("no standby %s: %s", key.argv[0], error)
-            if process is not None:
-                _stop(process)
-            return
-        finally:
             with self._lock:
                 self._filling = False
+            return
+        watched = self._watch.watch(
+            process,
+            limit=self.max_age,
+            limit_message="waited for a script longer than its max_age",
+            reap=True,
+        )
         with self._lock:
-            if not self._closed and self._waiting is None:
+            self._filling = False
+            kept = not self._closed and self._waiting is None
+            if kept:
                 self._waiting = _Waiting(key, process, watched)
-                return
-        watched.finish()
-        _stop(process)
+        if not kept:  # closed while it started
+            watched.finish()
+            _stop(process)
 
     def _key(self, argv: Sequence[str], env: Mapping[str, str]) -> _Key:
         return _Key(tuple(argv), tuple(sorted(env.items())), self._conf_stamp())
@@ -162,8 +160,8 @@ class Standby:
 
 
 def _stop(process: subprocess.Popen[Any]) -> None:
-    """Kill and reap a command that waits for its input (it has submitted nothing)."""
-    if process.returncode is not None:
-        return  # the watch stopped and reaped it
-    process.kill()
+    """Kill and reap a command that waits for its input (it has submitted nothing), and close
+    its pipes (also when it ended by itself, or the watch stopped it)."""
+    if process.returncode is None:
+        process.kill()
     stop_and_reap(process)
