@@ -158,9 +158,18 @@ def test_an_api_server_restart_is_recovered(
     assert backend.cache_status()["nodes"]["stale_s"] >= 0
     fresh.put("v1/nodes", node_object(7))  # written while we could not watch
     fresh.start_server()
-    wait_for(lambda: backend._cache.nodes.fresh and backend._cache.pods.fresh, DEADLINE)
     # The restarted server's watch cache starts now: the old version is gone, one more list.
-    assert backend.cache_status()["nodes"]["relists"] >= 2
+    # (The informer counts as connected once the watch's response starts, a moment before its
+    # one event, the 410, is read: wait for the list that causes.)
+    wait_for(
+        lambda: (
+            backend._cache.nodes.fresh
+            and backend._cache.pods.fresh
+            and backend.cache_status()["nodes"]["relists"] >= 2
+        ),
+        DEADLINE,
+    )
+    assert backend.watch_cache_status().nodes.expired >= 1
     before = len(our_reads(fresh))
     assert node(backend, "hyperpod-i-00007") is not None
     core.delete_node("hyperpod-i-00007")

@@ -88,3 +88,32 @@ def test_text_that_only_looks_like_a_prefix_stays_in_its_line(tmp_path: Path) ->
     splitter.close()
     assert ranks[1].read_bytes() == b"parsed [x0]: and [default7]: as text\n"
     assert ranks[0].read_bytes() == b"no prefix [default1]: at all\n"
+
+
+def test_a_note_starts_a_line_of_its_own_after_a_line_left_open(tmp_path: Path) -> None:
+    """A container killed between a print's text and its newline (PYTHONUNBUFFERED writes them
+    apart) leaves its last line open: the restart note must not be glued to it, also when the
+    spool is opened again by a new follower."""
+    spool = tmp_path / "worker-1.log"
+    with _Spool(spool, None) as out:
+        assert out.ends_line
+        out.append_line("[jupyter-hyperpod] first")  # an empty spool: no blank line first
+        out.append(views([b"step 3 loss 0.25\n", b"step 4 loss 0.20"]))
+        assert not out.ends_line
+        out.append_line("[jupyter-hyperpod] worker 1 restarted")
+        out.append(views([b"resumed\n"]))
+        out.append_line("[jupyter-hyperpod] worker 1 restarted again")
+        out.append(views([b"step 5", b""]))  # an empty piece says nothing about the line
+    with _Spool(spool, None) as again:
+        assert not again.ends_line
+        again.append_line("[jupyter-hyperpod] a new follower")
+    assert spool.read_text().splitlines() == [
+        "[jupyter-hyperpod] first",
+        "step 3 loss 0.25",
+        "step 4 loss 0.20",
+        "[jupyter-hyperpod] worker 1 restarted",
+        "resumed",
+        "[jupyter-hyperpod] worker 1 restarted again",
+        "step 5",
+        "[jupyter-hyperpod] a new follower",
+    ]

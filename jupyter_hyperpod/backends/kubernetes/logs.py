@@ -274,10 +274,9 @@ class PodLogFollower:
                 # available as `previous` (Kubernetes keeps one).
                 self._fetch_previous(pod, out)
             if self._key is not None or restarts > 0:
-                note = (
-                    f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})\n"
+                out.append_line(
+                    f"[jupyter-hyperpod] {self.label} restarted (pod {name}, restart {restarts})"
                 )
-                out.append([memoryview(note.encode())])
             self._key, self._seen = key, 0
         elif "terminated" in state:
             # Everything of this container is already in the spool: wait for a restart or the end.
@@ -378,6 +377,8 @@ class _Spool:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
         try:
             self.room = room(self.fd)
+            self.ends_line = _ends_line(path)
+            """Whether what the spool holds ends with a newline (or is empty)."""
         except BaseException:
             os.close(self.fd)
             raise
@@ -407,9 +408,32 @@ class _Spool:
                     rest = rest[os.write(self.fd, rest) :]
             size += total
         self.room.appended(size)
+        last = next((piece for piece in reversed(pieces) if len(piece)), None)
+        if last is not None:
+            self.ends_line = last[-1] == NEWLINE
         if self.splitter is not None:
             self.splitter.write(b"".join(pieces))
         return size
+
+    def append_line(self, text: str) -> None:
+        """A line of our own (a restart note) on a line of its own: a container killed between
+        a `print`'s text and its newline (PYTHONUNBUFFERED writes them apart) leaves its last
+        line open."""
+        line = text if self.ends_line else f"\n{text}"
+        self.append([memoryview(f"{line}\n".encode())])
+
+
+NEWLINE = ord("\n")
+
+
+def _ends_line(path: Path) -> bool:
+    """Whether the file is empty or its last byte is a newline (a spool opened again)."""
+    with open(path, "rb") as spool:
+        size = spool.seek(0, os.SEEK_END)
+        if size == 0:
+            return True
+        spool.seek(size - 1)
+        return spool.read(1) == b"\n"
 
 
 class FollowerPool:
