@@ -46,8 +46,8 @@ if TYPE_CHECKING:
 CLUSTER = ROOT / "scripts" / "slurm-test-cluster.sh"
 SETTLE = 0.005
 """Seconds between two timed submits: the sbatch the server starts ahead of the next submit
-(backends/slurm/standby.py) and the job each submit starts on this machine settle first, so that
-neither is timed as the next submit's."""
+(backends/slurm/standby.py) has started by then, so that its start is not timed as the raw
+sbatch's (the jobs themselves never start: `jobs_held`)."""
 
 
 @contextlib.contextmanager
