@@ -1,16 +1,18 @@
 """`SlurmOrchestrator`: JupyterLab as the login node of a Slurm cluster (HyperPod Slurm or any).
 
 Everything goes through Slurm's own clients (sinfo, squeue, sacct, scontrol, sbatch, scancel) run
-as argument lists with time limits. Status polling costs one `squeue` for all our jobs, plus one
-`sacct` (accounting on) or one `scontrol show job` (off) when some job has just finished or left
-the queue. While slurmctld is away every call raises `BackendUnavailable` (HTTP 503) and no job is
+as argument lists with time limits. Status polling costs one `squeue` for all our jobs (of this
+user's jobs alone: `squeue_user`), plus one `sacct` (accounting on) or one `scontrol show job`
+(off) when some job has just finished or left the queue. While slurmctld is away every call raises `BackendUnavailable` (HTTP 503) and no job is
 marked failed; the next successful poll picks up where it left off.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import pwd
 import threading
 import time
 from concurrent.futures import Future
@@ -33,6 +35,7 @@ from ...core.backend import (
 )
 from ...core.byo import FileContext, PreparedFile
 from ...core.errors import BackendError, BackendUnavailable, HyperPodError, InvalidRequest
+from ...core.identity import Identity
 from ...core.launch import uses_torchrun
 from ...core.models import Capabilities, Job, JobState, Node, RankInfo, RankStack
 from ...core.queue import Adoption, QueueJob, QueueSnapshot
@@ -62,6 +65,25 @@ from .state import SlurmState
 SCONTROL_ONE_BY_ONE = 8
 """Up to this many jobs, scontrol is asked once per job, side by side: each call costs a client's
 start (a few ms), a call for every held job costs the cluster's whole job table."""
+
+
+def squeue_user(identity: Identity) -> list[str]:
+    """`squeue -u <login>` when squeue can name this server's uid, else nothing.
+
+    squeue given more than one `-j` id loads every job slurmctld holds (`slurm_load_jobs`) and
+    filters them itself; given one user it asks slurmctld for that user's jobs alone
+    (`slurm_load_job_user`; Slurm's src/squeue/opts.c and squeue.c, 22.05 to 25.11). A refresh of
+    our jobs then costs what this user holds, not what the whole cluster holds. Every job this
+    server tracks is this uid's (it submitted it, or `adopt` checked its owner). squeue resolves
+    the name with this machine's passwd; where it could not (a uid without an account here, a
+    name it would split at a comma), it would say "Invalid user" and show no job at all, so no
+    filter is given then."""
+    try:
+        resolvable = pwd.getpwnam(identity.login).pw_uid == identity.uid
+    except KeyError:
+        resolvable = False
+    resolvable = resolvable and "," not in identity.login
+    return ["-u", identity.login] if resolvable else []
 
 
 class SlurmOrchestrator(Orchestrator):
@@ -404,16 +426,19 @@ class SlurmOrchestrator(Orchestrator):
 
     # -- status ----------------------------------------------------------------------------------
 
+    @functools.cached_property
+    def _squeue_user(self) -> list[str]:
+        return squeue_user(self.identity)
+
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
         ours = {job.backend_id: job for job in jobs if job.backend_id}
         if not ours:
             return {}
         self.commands.know_controller()
         ids = sorted(ours, key=lambda value: int(value) if value.isdigit() else 0)
+        options = ["-h", "-t", "all", *self._squeue_user, "-j", ",".join(ids)]
         done = self.commands.run(
-            "squeue",
-            ["-h", "-t", "all", "-j", ",".join(ids), "-o", slurm_jobs.SQUEUE_FORMAT],
-            ok_codes=(0, 1),
+            "squeue", [*options, "-o", slurm_jobs.SQUEUE_FORMAT], ok_codes=(0, 1)
         )
         if done.returncode != 0 and "invalid job id" not in done.stderr.lower():
             raise _error_of("squeue", done)
