@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
+import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, TrainingConfig
+from .filelock import exclusive
 
 log = logging.getLogger(__name__)
 
@@ -247,11 +250,13 @@ def split_records(
 
 
 def write_split(directory: str | Path, records: Iterable[dict[str, Any]]) -> Path:
-    """Atomically write `<directory>/data.jsonl` (readers never see half a file)."""
+    """Atomically write `<directory>/data.jsonl` (readers never see half a file). The file is
+    written under a hidden name of this process's own first: `is_prepared` skips it, and two
+    writers never share one."""
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
     file = target / DATA_FILE
-    tmp = file.with_suffix(".jsonl.tmp")
+    tmp = target / f".{DATA_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     with tmp.open("w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -280,7 +285,31 @@ def read_split(directory: str | Path) -> list[dict[str, Any]]:
 
 
 def prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
-    """Run data preparation from `config.dataset`; returns counts for logs and MLflow."""
+    """Run data preparation from `config.dataset`; returns counts for logs and MLflow. One
+    process at a time (`prepare_lock`)."""
+    with exclusive(prepare_lock(config)):
+        return _prepare(config, tokenizer)
+
+
+def prepare_missing(config: TrainingConfig) -> bool:
+    """Prepare the data unless it is there, looked at again once the lock is held: jobs that
+    start together (a sweep's members) find the first one's data instead of writing it again
+    under each other's reads. True when this call prepared it."""
+    if is_prepared(config):
+        return False
+    with exclusive(prepare_lock(config)):
+        if is_prepared(config):
+            return False
+        _prepare(config)
+        return True
+
+
+def prepare_lock(config: TrainingConfig) -> Path:
+    """The lock of the directory that holds the prepared splits."""
+    return Path(config.train_dataset_path).parent / ".dataprep.lock"
+
+
+def _prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
     if not config.dataset:
         raise ConfigError("dataset is not set: the source file or Hugging Face dataset to prepare")
     if config.prompt_format == "chat-template" and tokenizer is None:
@@ -312,6 +341,9 @@ def prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
 
 
 def is_prepared(config: TrainingConfig) -> bool:
-    return (Path(config.train_dataset_path) / DATA_FILE).is_file() or (
-        Path(config.train_dataset_path).is_dir() and any(Path(config.train_dataset_path).iterdir())
-    )
+    """The training split is there: our data.jsonl, or any visible entry (a user's own files,
+    a saved dataset); never a hidden file being written."""
+    train = Path(config.train_dataset_path)
+    if (train / DATA_FILE).is_file():
+        return True
+    return train.is_dir() and any(not entry.name.startswith(".") for entry in train.iterdir())

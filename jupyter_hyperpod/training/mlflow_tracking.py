@@ -12,12 +12,15 @@ import json
 import logging
 import os
 import re
+import secrets
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from . import EVAL_JOB_ID_TAG, JOB_ID_TAG
 from .config import ConfigError, TrainingConfig
+from .filelock import exclusive
 
 log = logging.getLogger("jupyter_hyperpod.training")
 
@@ -45,15 +48,67 @@ def _sqlite_first_use(uri: str) -> Iterator[None]:
     if not uri.startswith("sqlite:///"):
         yield
         return
-    import fcntl
+    with exclusive(Path(uri[len("sqlite:///") :] + ".init-lock")):
+        yield
 
-    lock = Path(uri[len("sqlite:///") :] + ".init-lock")
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+
+def _sqlite_store_made_whole(mlflow: Any, path: Path) -> None:
+    """Make a new sqlite store whole before anyone can open it; refuse a half-made one.
+
+    MLflow creates a store it opens and migrates it in place, one statement at a time (SQLite
+    commits each DDL statement on its own). One interrupted there (the process killed, a
+    statement refused) leaves a store no later job can open ("table _alembic_tmp_tags already
+    exists"), and every job of the partition then fails. So MLflow makes a new store under a
+    name of this process's own beside it, and the finished file is linked into place (a store
+    that appeared meanwhile is kept)."""
+    if path.exists():
+        half_made = _alembic_leftovers(path)
+        if half_made:
+            raise ConfigError(
+                f"mlflow_uri: the MLflow store {path} was left half-migrated by an interrupted "
+                f"schema upgrade (table {half_made[0]}); MLflow cannot open it again. Keep it "
+                f"aside (mv {path} {path}.broken) and run the job again: a new store is made "
+                "(the runs stay in the copy, readable with sqlite3)"
+            )
+        return
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    uri = f"sqlite:///{scratch}"
+    try:
+        mlflow.MlflowClient(uri).search_experiments(max_results=1)
+        _close_engine(uri)
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.link(scratch, path)  # never over a store that appeared meanwhile
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(scratch, path)
+    finally:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{scratch}{suffix}").unlink(missing_ok=True)
+
+
+def _alembic_leftovers(path: Path) -> list[str]:
+    """Tables an interrupted migration left behind (alembic's batch operations on SQLite copy a
+    table to `_alembic_tmp_<name>`, drop the original, then rename the copy)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            rows = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    except sqlite3.Error:
+        return []
+    return sorted(row[0] for row in rows if row[0].startswith("_alembic_tmp_"))
+
+
+def _close_engine(uri: str) -> None:
+    """Close MLflow's pooled connections to `uri` (its engines are kept per URI) before the
+    file is moved."""
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    except ImportError:
+        return
+    engine = getattr(SqlAlchemyStore, "_engine_map", {}).pop(uri, None)
+    if engine is not None:
+        engine.dispose()
 
 
 # MLflow's REST client retries a refused connection 7 times with exponential backoff (minutes):
@@ -96,7 +151,11 @@ def check_tracking_uri(mlflow: Any, uri: str) -> None:
     os.environ.update(_FAST_FAIL)
     try:
         with _sqlite_first_use(uri):
+            if uri.startswith("sqlite:///"):
+                _sqlite_store_made_whole(mlflow, Path(uri[len("sqlite:///") :]))
             mlflow.MlflowClient(uri).search_experiments(max_results=1)
+    except ConfigError:
+        raise
     except Exception as error:
         where = uri
         endpoint = os.environ.get("SAGEMAKER_MLFLOW_CUSTOM_ENDPOINT")

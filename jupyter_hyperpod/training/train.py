@@ -27,7 +27,7 @@ from .checkpoint import (
     set_aside,
 )
 from .config import ConfigError, TrainingConfig
-from .dataprep import is_prepared, prepare, read_split
+from .dataprep import is_prepared, prepare_missing, read_split
 from .mlflow_tracking import Tracker
 from .model import load_tokenizer, prepare_model, unwrap
 from .progress import Progress
@@ -110,13 +110,12 @@ def ensure_inputs(config: TrainingConfig, runtime: Runtime) -> None:
         if not config.model_source and model.is_absolute() and not model.exists():
             # (A hub id stays relative in the config; a path was made absolute.)
             raise ConfigError(f"model_id: {model} does not exist")
-        if not is_prepared(config):
-            if not config.dataset:
-                raise ConfigError(
-                    f"no training data at {config.train_dataset_path} and no "
-                    "`dataset` to prepare it from"
-                )
-            prepare(config)
+        if not config.dataset and not is_prepared(config):
+            raise ConfigError(
+                f"no training data at {config.train_dataset_path} and no "
+                "`dataset` to prepare it from"
+            )
+        prepare_missing(config)  # a sweep's members wait for the first one's data
         read_split(config.train_dataset_path)  # a bad prepared file fails here, not later
 
     on_main(runtime, work)
