@@ -1,10 +1,11 @@
 """`SlurmOrchestrator`: JupyterLab as the login node of a Slurm cluster (HyperPod Slurm or any).
 
 Everything goes through Slurm's own clients (sinfo, squeue, sacct, scontrol, sbatch, scancel) run
-as argument lists with time limits. Status polling costs one `squeue` for all our jobs (of this
-user's jobs alone: `squeue_user`), plus one `sacct` (accounting on) or one `scontrol show job`
-(off) when some job has just finished or left the queue. While slurmctld is away every call raises `BackendUnavailable` (HTTP 503) and no job is
-marked failed; the next successful poll picks up where it left off.
+as argument lists with time limits. Status polling costs one `squeue` for all our jobs (asked
+among this user's jobs alone: `squeue_user`), plus one `sacct` (accounting on) or one `scontrol
+show job` (off) when some job has just finished or left the queue. While slurmctld is away every
+call raises `BackendUnavailable` (HTTP 503) and no job is marked failed; the next successful poll
+picks up where it left off.
 """
 
 from __future__ import annotations
