@@ -13,6 +13,7 @@ import os
 import random
 import secrets
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -285,10 +286,11 @@ def read_split(directory: str | Path) -> list[dict[str, Any]]:
 
 
 def prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
-    """Run data preparation from `config.dataset`; returns counts for logs and MLflow. One
-    process at a time (`prepare_lock`)."""
+    """Run data preparation from `config.dataset`; returns counts for logs and MLflow. The
+    source is read first (a bad one creates nothing), the splits written under `prepare_lock`."""
+    splits = _read_splits(config, tokenizer)
     with exclusive(prepare_lock(config)):
-        return _prepare(config, tokenizer)
+        return splits.write(config)
 
 
 def prepare_missing(config: TrainingConfig) -> bool:
@@ -297,10 +299,11 @@ def prepare_missing(config: TrainingConfig) -> bool:
     under each other's reads. True when this call prepared it."""
     if is_prepared(config):
         return False
+    splits = _read_splits(config)
     with exclusive(prepare_lock(config)):
         if is_prepared(config):
             return False
-        _prepare(config)
+        splits.write(config)
         return True
 
 
@@ -309,7 +312,29 @@ def prepare_lock(config: TrainingConfig) -> Path:
     return Path(config.train_dataset_path).parent / ".dataprep.lock"
 
 
-def _prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Splits:
+    train: list[dict[str, Any]]
+    test: list[dict[str, Any]]
+    skipped: int
+
+    def write(self, config: TrainingConfig) -> dict[str, Any]:
+        write_split(config.train_dataset_path, self.train)
+        write_split(config.test_dataset_path, self.test)
+        summary = {
+            "records": len(self.train) + len(self.test),
+            "train": len(self.train),
+            "test": len(self.test),
+            "skipped": self.skipped,
+        }
+        log.info(
+            "prepared %(records)d records (%(skipped)d skipped): %(train)d train, %(test)d test",
+            summary,
+        )
+        return summary
+
+
+def _read_splits(config: TrainingConfig, tokenizer: Any = None) -> _Splits:
     if not config.dataset:
         raise ConfigError("dataset is not set: the source file or Hugging Face dataset to prepare")
     if config.prompt_format == "chat-template" and tokenizer is None:
@@ -330,14 +355,7 @@ def _prepare(config: TrainingConfig, tokenizer: Any = None) -> dict[str, Any]:
     if len(records) < 2:
         raise ConfigError(f"dataset: {len(records)} usable record(s), need at least 2")
     train, test = split_records(records, config.test_size, config.data_seed)
-    write_split(config.train_dataset_path, train)
-    write_split(config.test_dataset_path, test)
-    summary = {"records": len(records), "train": len(train), "test": len(test), "skipped": skipped}
-    log.info(
-        "prepared %(records)d records (%(skipped)d skipped): %(train)d train, %(test)d test",
-        summary,
-    )
-    return summary
+    return _Splits(train, test, skipped)
 
 
 def is_prepared(config: TrainingConfig) -> bool:
