@@ -35,20 +35,29 @@ def resolve_tracking_uri(config: TrainingConfig) -> str:
     return f"sqlite:///{Path(config.output_dir).resolve() / 'mlflow.db'}"
 
 
+def _sqlite_path(uri: str) -> Path | None:
+    """The file of a sqlite tracking URI (None for any other store)."""
+    return Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
+
+
 def _prepare_uri(uri: str) -> None:
-    if uri.startswith("sqlite:///"):
-        Path(uri[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+    path = _sqlite_path(uri)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
 
 
 @contextlib.contextmanager
-def _sqlite_first_use(uri: str) -> Iterator[None]:
-    """One process at a time makes (or migrates) a sqlite store: jobs that start together (a
-    sweep's members, #24) would otherwise race on MLflow's schema migration ("table ... already
-    exists", "Online migration expected to match one row")."""
-    if not uri.startswith("sqlite:///"):
+def _sqlite_first_use(mlflow: Any, uri: str) -> Iterator[None]:
+    """One process at a time makes (or migrates) a sqlite store, whole
+    (`_sqlite_store_made_whole`): jobs that start together (a sweep's members, #24) would
+    otherwise race on MLflow's schema migration ("table ... already exists", "Online migration
+    expected to match one row")."""
+    path = _sqlite_path(uri)
+    if path is None:
         yield
         return
-    with exclusive(Path(uri[len("sqlite:///") :] + ".init-lock")):
+    with exclusive(Path(f"{path}.init-lock")):
+        _sqlite_store_made_whole(mlflow, path)
         yield
 
 
@@ -150,9 +159,7 @@ def check_tracking_uri(mlflow: Any, uri: str) -> None:
     saved = {key: os.environ.get(key) for key in _FAST_FAIL}
     os.environ.update(_FAST_FAIL)
     try:
-        with _sqlite_first_use(uri):
-            if uri.startswith("sqlite:///"):
-                _sqlite_store_made_whole(mlflow, Path(uri[len("sqlite:///") :]))
+        with _sqlite_first_use(mlflow, uri):
             mlflow.MlflowClient(uri).search_experiments(max_results=1)
     except ConfigError:
         raise
