@@ -191,7 +191,9 @@ def _paths() -> dict[str, Any]:
                     "`watch_cache` (Kubernetes; null on other backends): the nodes and pods "
                     "kept in memory by list + watch, per resource synced, watch connected, the "
                     "ages of the last list and event, relists after 410 Gone and object counts. "
-                    "While it is not `fresh`, requests list from the API server directly."
+                    "While it is not `fresh`, requests list from the API server directly. "
+                    "`watch_cache.warning_events`: the namespaces whose warning events are "
+                    "watched (where a job of ours waits or failed)."
                 ),
                 "responses": {"200": _json(ClusterInfo, "Cluster"), **_errors(503)},
             }

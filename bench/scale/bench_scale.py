@@ -4,7 +4,8 @@ local backend), each series at growing sizes, each ending with the exponent k of
 
     python bench/scale/bench_scale.py [--history 10,1000,10000,100000] [--running 1,16,64]
         [--ranks 8] [--followers 1,40,200] [--rate 500] [--seconds 6] [--out bench/scale/out]
-        [--nodes 20,200,2000] [--only history,running,followers,nodes]
+        [--nodes 20,200,2000] [--events 100,1000,5000]
+        [--only history,running,followers,nodes,refresh]
 
 1. Job history (finished rows in the job store): GET jobs, a page of 100, and the same filtered
    by state, p50/p99 over kept-alive connections; the server's RSS. Goal: p99 < 20 ms at 100,000.
@@ -19,7 +20,11 @@ local backend), each series at growing sizes, each ending with the exponent k of
    printing a recorded `sinfo --json` (vs that sinfo alone) and the Kubernetes API server
    double's (tests/kubernetes/emulator.py, watch cache), each also with the REST body's JSON;
    Slurm's queue of one job per node (`queue()` over a recorded `squeue --json`).
-Prints figures only; nothing is asserted (the machine is shared: compare the exponents).
+5. The Kubernetes backend's refresh of 4 waiting and 4 running jobs among `--events` other
+   warning events in their namespace (and 4 times as many other pods), on the API server double:
+   the median wall time and the refreshing thread's CPU (the client's own work: the double
+   shares this process).
+Prints figures only; no time is asserted (the machine is shared: compare the exponents).
 """
 
 from __future__ import annotations
@@ -493,6 +498,144 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
     report(out, "cluster nodes and queue", "nodes", [float(c) for c in counts], columns)
 
 
+def p50_ms(function: Callable[[], object], rounds: int) -> tuple[float, float]:
+    """The median wall time of `function` and of this thread's CPU in it, in ms."""
+    times, cpu = [], []
+    for _ in range(rounds):
+        started, thread = time.perf_counter(), time.thread_time()
+        function()
+        times.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.thread_time() - thread) * 1000)
+    return percentile(times, 0.5), percentile(cpu, 0.5)
+
+
+def pod_object(namespace: str, name: str, job: str | None, rank: int) -> dict:
+    """A running pod; one of our job's (its labels, whole in the watch cache) or anyone's."""
+    labels = {"training.kubeflow.org/replica-index": str(rank)}
+    if job:
+        labels["hyperpod.jupyter.org/job-id"] = job
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"nodeName": f"node-{rank}", "containers": [{"name": "pytorch", "image": "i"}]},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": "pytorch", "restartCount": 0, "state": {"running": {}}, "ready": True}
+            ],
+        },
+    }
+
+
+def bench_kubernetes_refresh(loads: list[int], rounds: int, out: Path) -> None:
+    """The Kubernetes backend's status refresh of our jobs (4 waiting, whose warning events it
+    reads, and 4 running with 2 pods each) as the rest of the cluster grows around them: `load`
+    other warning events in our namespace and 4 x `load` other pods in another one, on the API
+    server double (tests/kubernetes/emulator.py, over HTTP, the watch cache on)."""
+    from jupyter_hyperpod.backends.kubernetes.backend import KubernetesOrchestrator
+    from jupyter_hyperpod.backends.kubernetes.manifest import JOB_ID_LABEL, MANAGED_BY, MANAGER
+    from jupyter_hyperpod.core.backend import StoredJob
+    from jupyter_hyperpod.core.models import JobSpec, JobState
+    from tests.kubernetes.conftest import make_settings, warning_event
+    from tests.kubernetes.emulator import EmulatorThread
+
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-k8s-"))
+    columns: dict[str, list[float]] = {}
+    emulator = EmulatorThread()
+    emulator.start()
+
+    def job(name: str, running: bool) -> StoredJob:
+        labels = {MANAGED_BY: MANAGER, JOB_ID_LABEL: name}
+        status = {"conditions": [{"type": "Running", "status": "True"}]} if running else {}
+        emulator.put(
+            "kubeflow.org/v1/pytorchjobs",
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": name, "namespace": "default", "labels": labels},
+                "spec": {},
+                "status": status,
+            },
+        )
+        for rank in range(2 if running else 0):
+            emulator.put("v1/pods", pod_object("default", f"{name}-worker-{rank}", name, rank))
+        job_dir = work / "jobs" / name
+        job_dir.mkdir(parents=True)
+        return StoredJob(
+            id=name,
+            spec=JobSpec(name=name, command=["x"], nodes=2),
+            state=JobState.RUNNING if running else JobState.PENDING,
+            backend_id=name,
+            created=time.time(),
+            started=None,
+            data={"namespace": "default", "kind": "PyTorchJob", "workers": 2},
+        )
+
+    try:
+        kubeconfig = emulator.write_kubeconfig(work / "kubeconfig")
+        backend = KubernetesOrchestrator(settings=make_settings(work, kubeconfig))
+        waiting = [job(f"wait-{i}", running=False) for i in range(4)]
+        running = [job(f"run-{i}", running=True) for i in range(4)]
+        emulator.put_many(
+            "v1/events",
+            [
+                warning_event("default", f"wait-{i}.{n}", f"wait-{i}", "Pending", "PyTorchJob")
+                for i in range(4)
+                for n in range(2)
+            ],
+        )
+        added = 0
+        for load in loads:
+            emulator.put_many(
+                "v1/events",
+                [
+                    warning_event("default", f"other-{i}.1", f"other-{i}", "BackOff")
+                    for i in range(added, load)
+                ],
+            )
+            emulator.put_many(
+                "v1/pods",
+                [pod_object("others", f"other-{i}", None, 0) for i in range(4 * added, 4 * load)],
+            )
+            added = load
+
+            # As in the server, whose tracker refreshes every few seconds: the watch cache has
+            # caught up with the cluster before the refreshes are timed.
+            def caught_up(load: int = load) -> bool:
+                backend.refresh(waiting + running)  # (the first one starts the watches)
+                cache = backend.watch_cache_status()
+                warnings = cache.warning_events.get("default")
+                synced = warnings is not None and warnings.synced and warnings.connected
+                return cache.fresh and cache.pods.items >= 4 * load + 8 and synced
+
+            try:
+                wait_until(caught_up, 300, f"the watch cache with {load} other events")
+            except RuntimeError:
+                print(backend.cache_status(), flush=True)
+                raise
+            updates = backend.refresh(waiting + running)
+            assert all(updates[j.id].state is JobState.RUNNING for j in running), updates
+            assert all(
+                any("Pending (wait-" in e for e in updates[j.id].events or []) for j in waiting
+            ), updates
+            for label, jobs in (("4 waiting", waiting), ("4 running", running)):
+                wall, cpu = p50_ms(functools.partial(backend.refresh, jobs), rounds)
+                columns.setdefault(f"{label} ms", []).append(wall)
+                columns.setdefault(f"{label} CPU ms", []).append(cpu)
+        backend.close()
+    finally:
+        emulator.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    report(
+        out,
+        "kubernetes refresh",
+        "other events",
+        [float(load) for load in loads],
+        columns,
+    )
+
+
 def follow(port: int, job_id: str, into: dict, ready: threading.Barrier) -> None:
     """One follower as the panel and the Python client follow: data in binary frames (a
     13-byte header, then the log's bytes), the other frames JSON text."""
@@ -616,7 +759,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "scale" / "out")
     parser.add_argument("--nodes", type=sizes, default=sizes("20,200,2000"))
-    parser.add_argument("--only", default="history,running,followers,nodes")
+    parser.add_argument("--events", type=sizes, default=sizes("100,1000,5000"))
+    parser.add_argument("--only", default="history,running,followers,nodes,refresh")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(","))
@@ -629,6 +773,8 @@ def main() -> None:
         bench_followers(args.followers, args.rate, args.seconds, args.out)
     if "nodes" in only:
         bench_nodes(args.nodes, 20, args.out)
+    if "refresh" in only:
+        bench_kubernetes_refresh(args.events, 20, args.out)
 
 
 if __name__ == "__main__":

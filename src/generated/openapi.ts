@@ -47,7 +47,7 @@ export interface paths {
     };
     /**
      * The cluster, the user, the partition and what the backend can do
-     * @description `watch_cache` (Kubernetes; null on other backends): the nodes and pods kept in memory by list + watch, per resource synced, watch connected, the ages of the last list and event, relists after 410 Gone and object counts. While it is not `fresh`, requests list from the API server directly.
+     * @description `watch_cache` (Kubernetes; null on other backends): the nodes and pods kept in memory by list + watch, per resource synced, watch connected, the ages of the last list and event, relists after 410 Gone and object counts. While it is not `fresh`, requests list from the API server directly. `watch_cache.warning_events`: the namespaces whose warning events are watched (where a job of ours waits or failed).
      */
     get: {
       parameters: {
@@ -5301,6 +5301,13 @@ export interface components {
       fresh: boolean;
       nodes: components['schemas']['WatchedResource'];
       pods: components['schemas']['WatchedResource'];
+      /**
+       * Warning Events
+       * @description By namespace: its warning events, watched while a job of ours there waits or failed (they explain it); not part of `fresh`: a namespace not watched, or not synced, is listed by each refresh
+       */
+      warning_events: {
+        [key: string]: components['schemas']['WatchedResource'];
+      };
     };
     /**
      * WatchdogSpec

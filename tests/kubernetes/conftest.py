@@ -121,6 +121,24 @@ def program_lines(text: str, rank: int, world: int) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(f"rank {rank}/{world} ")]
 
 
+def warning_event(
+    namespace: str, name: str, about: str, reason: str, kind: str = "Pod"
+) -> dict[str, Any]:
+    """A core/v1 Warning event about the object `about`, as the scheduler or the kubelet
+    records it (its message names the event)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": {"kind": kind, "name": about, "namespace": namespace},
+        "reason": reason,
+        "message": f"{reason} ({name})",
+        "type": "Warning",
+        "count": 1,
+        "lastTimestamp": "2026-12-06T07:00:00Z",
+    }
+
+
 def make_settings(fs_root: Path, kubeconfig: Path, **traits: Any) -> HyperPodSettings:
     config = Config()
     config.HyperPodSettings.shared_fs_root = str(fs_root)

@@ -28,6 +28,7 @@ from ..test_contract import check as contract_check
 from .conftest import make_settings, node_object, wait_for
 from .emulator import EmulatorThread, now_iso
 from .test_nodes import pod
+from .watch_history import WINDOW
 
 DEADLINE = 20.0  # generous under load; the bench measures the latency itself
 
@@ -144,6 +145,26 @@ def test_an_expired_version_lists_again(
     typed = backend.watch_cache_status().nodes
     assert typed.expired >= 1 and typed.relists == typed.expired + 1
     assert typed.last_event_age_s is not None and typed.last_list_age_s is not None
+
+
+def test_a_watch_that_falls_behind_the_window_lists_again(
+    fresh: EmulatorThread, backend: KubernetesOrchestrator
+) -> None:
+    """More changes at once than the server keeps (a burst of pods): the watch that had not sent
+    them all yet is ended, its version is then too old, and the cache lists again rather than
+    go on without the ones it missed."""
+    synced(backend)
+    assert fresh.emulator is not None
+    fresh.emulator.history.window = 50
+    try:
+        fresh.put_many(
+            "v1/pods", [pod(f"burst-{i}", "hyperpod-i-00001", "Running", 0) for i in range(400)]
+        )
+        wait_for(lambda: backend.cache_status()["pods"]["items"] == 401, DEADLINE)
+    finally:
+        fresh.emulator.history.window = WINDOW
+    status = backend.cache_status()["pods"]
+    assert status["expired"] >= 1 and status["relists"] == status["expired"] + 1
 
 
 def test_an_api_server_restart_is_recovered(

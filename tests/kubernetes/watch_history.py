@@ -124,6 +124,12 @@ class WatchHistory:
         position = since
         cuts = self.cuts
         while serving() and cuts == self.cuts:
+            if self.too_old(resource, position):
+                # Changes this watch had not sent yet left the window before it took them: the
+                # cacher ends a watcher that cannot keep up (cacher.go, dispatchTimeoutBudget:
+                # waiting on not-ready watchers "before shutting them down"), and the client's
+                # watch again from its last version answers 410 (`too_old`), so it lists again.
+                return
             events = self.events.get(resource, [])
             start = bisect.bisect_right(events, position, key=lambda item: item[0])
             for revision, event in events[start:]:

@@ -327,6 +327,10 @@ class KubernetesOrchestrator(Orchestrator):
             fresh=self._cache.nodes.fresh and self._cache.pods.fresh,
             nodes=nodes,
             pods=pods,
+            warning_events={
+                namespace: WatchedResource(**watched)
+                for namespace, watched in status["warning_events"].items()
+            },
         )
 
     def _nodes_from_cache(self) -> list[Node]:
@@ -701,24 +705,24 @@ class KubernetesOrchestrator(Orchestrator):
             workloads.update(
                 explain_queued(self._kinds.serves, self._list_workloads, namespace, held, updates)
             )
+        if self.watch_cache:
+            self._cache.forget_idle_warnings()
         for namespace, members in needs_events.items():
-            try:
-                events = self.kube.list_all(
-                    f"list warning events in namespace {namespace}",
-                    self.kube.core.list_namespaced_event,
-                    namespace,
-                    field_selector="type=Warning",
-                )
-            except Forbidden:
-                continue
-            events = [e for e in events if e.get("type", "Warning") == "Warning"]
+            involved_by_job: dict[str, set[str]] = {}
             for job in members:
                 pod_names = {
                     (p.get("metadata") or {}).get("name", "")
                     for p in pods_by_job.get((namespace, job.backend_id or ""), [])
                 }
                 involved = {job.backend_id or "", workloads.get(job.id, ""), *pod_names}
-                by_object = format_events(events, involved - {""})
+                involved_by_job[job.id] = involved - {""}
+            about = set().union(*involved_by_job.values())
+            events = self._warning_events(namespace, about)
+            if events is None:
+                continue
+            for job in members:
+                involved = involved_by_job[job.id]
+                by_object = format_events(events, involved)
                 merged = sorted({text for texts in by_object.values() for text in texts})
                 # The cluster's warnings replace the last ones; our own lines (the create, an
                 # agent's action, a watchdog verdict) stay beside them.
@@ -731,6 +735,27 @@ class KubernetesOrchestrator(Orchestrator):
                 ):
                     updates[job.id].state_reason = merged[-1]
         return updates
+
+    def _warning_events(self, namespace: str, about: set[str]) -> list[dict[str, Any]] | None:
+        """The warning events of `namespace` about the objects `about`: from the watch cache
+        while it has them (a refresh costs the same however many events the namespace holds),
+        else listed, and watched from then on; None where listing events is refused."""
+        if self.watch_cache:
+            cached = self._cache.warning_events(namespace, about)
+            if cached is not None:
+                return cached
+        try:
+            events = self.kube.list_all(
+                f"list warning events in namespace {namespace}",
+                self.kube.core.list_namespaced_event,
+                namespace,
+                field_selector="type=Warning",
+            )
+        except Forbidden:
+            return None
+        if self.watch_cache:
+            self._cache.watch_warnings(namespace)
+        return [e for e in events if e.get("type", "Warning") == "Warning"]
 
     def _list_workloads(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         return self.kube.list_all(

@@ -4,6 +4,9 @@ again when the version has expired (410 Gone) -- so that a request is answered f
 listing thousands of objects (https://kubernetes.io/docs/reference/using-api/api-concepts/
 #efficient-detection-of-changes).
 
+An informer may keep an index of its records (client-go's `cache.Indexer`): the pods of one
+job, the warning events about one object, found without scanning the rest of the cluster.
+
 Each resource has one daemon thread. A cut connection is watched again from the last version
 seen, with backoff (client-go: 800 ms doubling to 30 s); only a 410 costs a full list. Readers use
 the memory only while it is `fresh` (listed, and the watch connected or being renewed after the
@@ -16,6 +19,7 @@ the pods of our jobs, without `managedFields`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import random
@@ -98,6 +102,32 @@ def pod_record(obj: dict[str, Any]) -> PodRecord:
     )
 
 
+def pod_job(record: PodRecord) -> str | None:
+    """A pod of one of our jobs is found by "<namespace>/<job id>"."""
+    return f"{record.namespace}/{record.job}" if record.job and record.obj is not None else None
+
+
+def event_record(obj: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a core/v1 Event that jobs.format_events reads (an events.k8s.io/v1 one's
+    `regarding` and `note` under their core/v1 names)."""
+    involved = obj.get("involvedObject") or obj.get("regarding") or {}
+    return {
+        "involvedObject": {"kind": involved.get("kind"), "name": involved.get("name")},
+        "reason": obj.get("reason"),
+        "message": obj.get("message") or obj.get("note"),
+        "count": obj.get("count"),
+        "type": obj.get("type"),
+        "lastTimestamp": obj.get("lastTimestamp"),
+        "eventTime": obj.get("eventTime"),
+        "metadata": {"creationTimestamp": (obj.get("metadata") or {}).get("creationTimestamp")},
+    }
+
+
+def event_about(record: dict[str, Any]) -> str | None:
+    """An event is found by the name of the object it is about."""
+    return record["involvedObject"].get("name")
+
+
 def _key(obj: dict[str, Any]) -> str:
     metadata = obj.get("metadata") or {}
     namespace = metadata.get("namespace")
@@ -105,7 +135,8 @@ def _key(obj: dict[str, Any]) -> str:
 
 
 class Informer:
-    """One resource in memory, kept current by list + watch on a background thread."""
+    """One resource in memory, kept current by list + watch on a background thread; `index`:
+    the value a record is found by with `indexed` (None: not indexed)."""
 
     def __init__(
         self,
@@ -115,12 +146,14 @@ class Informer:
         transform: Callable[[dict[str, Any]], Any],
         *,
         watch_timeout: float = MIN_WATCH_TIMEOUT_S,
+        index: Callable[[Any], str | None] | None = None,
     ) -> None:
         self.kube = kube
         self.what = what
         self.list_fn = list_fn
         self.transform = transform
         self.watch_timeout = watch_timeout
+        self.index = index
         self.resource_version = ""
         self.version = 0
         """Bumped by every applied change: readers memoize what they derive on it."""
@@ -132,6 +165,7 @@ class Informer:
         self._listed_at: float | None = None  # monotonic time of the last complete list
         self._event_at: float | None = None  # ... and of the last watch event (bookmarks too)
         self._items: dict[str, Any] = {}
+        self._indexed: dict[str, dict[str, Any]] = {}  # index value -> key -> record
         self._lock = threading.Lock()
         self._synced = False
         self._connected = False
@@ -168,6 +202,31 @@ class Informer:
         """The stored records and the version they are at."""
         with self._lock:
             return list(self._items.values()), self.version
+
+    def indexed(self, value: str) -> list[Any]:
+        """The stored records whose index is `value`: as many as there are, not a scan."""
+        with self._lock:
+            return list(self._indexed.get(value, {}).values())
+
+    def _index_of(self, record: Any) -> str | None:
+        return self.index(record) if self.index is not None else None
+
+    def _store(self, key: str, record: Any) -> None:
+        """Store (or replace) one record and keep the index in step; under the lock."""
+        self._unstore(key)
+        self._items[key] = record
+        value = self._index_of(record)
+        if value is not None:
+            self._indexed.setdefault(value, {})[key] = record
+
+    def _unstore(self, key: str) -> None:
+        old = self._items.pop(key, None)
+        value = None if old is None else self._index_of(old)
+        if value is not None and value in self._indexed:
+            bucket = self._indexed[value]
+            bucket.pop(key, None)
+            if not bucket:
+                del self._indexed[value]
 
     def status(self) -> dict[str, Any]:
         """synced, connected, for how long the memory may be stale (0 while connected), the
@@ -246,8 +305,13 @@ class Informer:
             token = metadata.get("continue") or None
             if not token or self._stop.is_set():
                 break
+        indexed: dict[str, dict[str, Any]] = {}
+        for key, record in items.items() if self.index is not None else ():
+            value = self._index_of(record)
+            if value is not None:
+                indexed.setdefault(value, {})[key] = record
         with self._lock:
-            self._items = items
+            self._items, self._indexed = items, indexed
             self.version += 1
             self.resource_version = version
         self.relists += 1
@@ -314,9 +378,9 @@ class Informer:
         key = _key(obj)
         with self._lock:
             if kind == "DELETED":
-                self._items.pop(key, None)
+                self._unstore(key)
             elif kind in ("ADDED", "MODIFIED"):
-                self._items[key] = self.transform(obj)
+                self._store(key, self.transform(obj))
             else:
                 return
             self.version += 1
@@ -339,10 +403,18 @@ def _events(response: Any) -> Iterator[dict[str, Any]]:
         yield json.loads(pending)
 
 
+WARNINGS_IDLE_S = 600.0
+"""A namespace's warning events stop being watched this long after a refresh last needed them."""
+
+
 class ClusterCache:
-    """The nodes and all pods of the cluster, each an `Informer`, started on first use."""
+    """The nodes and all pods of the cluster, each an `Informer`, started on first use; and the
+    warning events of each namespace where a job of ours waits or failed, watched from the first
+    refresh that listed them until none has needed them for `WARNINGS_IDLE_S`."""
 
     def __init__(self, kube: KubeClient, *, watch_timeout: float = MIN_WATCH_TIMEOUT_S) -> None:
+        self.kube = kube
+        self.watch_timeout = watch_timeout
         self.nodes = Informer(
             kube, "nodes", lambda k: k.core.list_node, node_record, watch_timeout=watch_timeout
         )
@@ -352,7 +424,10 @@ class ClusterCache:
             lambda k: k.core.list_pod_for_all_namespaces,
             pod_record,
             watch_timeout=watch_timeout,
+            index=pod_job,
         )
+        self._warnings: dict[str, Informer] = {}
+        self._warnings_needed: dict[str, float] = {}  # namespace -> monotonic time
         self._started = False
         self._lock = threading.Lock()
 
@@ -364,23 +439,85 @@ class ClusterCache:
                 self.pods.start()
 
     def stop(self) -> None:
-        self.nodes.stop()
-        self.pods.stop()
+        with self._lock:
+            warnings, self._warnings = list(self._warnings.values()), {}
+        for informer in [self.nodes, self.pods, *warnings]:
+            informer.stop()
 
     @property
     def started(self) -> bool:
         return self._started
 
     def status(self) -> dict[str, Any]:
-        return {"nodes": self.nodes.status(), "pods": self.pods.status()}
+        return {
+            "nodes": self.nodes.status(),
+            "pods": self.pods.status(),
+            "warning_events": {
+                namespace: informer.status()
+                for namespace, informer in sorted(self.watched_warnings().items())
+            },
+        }
 
     def job_pods(self, namespace: str, names: set[str]) -> dict[str, list[dict[str, Any]]] | None:
         """The pods of our jobs by job id, from memory; None when memory is not fresh."""
         if not self.pods.fresh:
             return None
-        records, _ = self.pods.items()
         result: dict[str, list[dict[str, Any]]] = {}
-        for record in records:
-            if record.job in names and record.namespace == namespace and record.obj is not None:
-                result.setdefault(record.job, []).append(record.obj)
+        for name in names:
+            records = self.pods.indexed(f"{namespace}/{name}")
+            if records:
+                result[name] = [record.obj for record in records]
         return result
+
+    # -- warning events, per namespace -----------------------------------------------------
+    def warning_events(self, namespace: str, names: set[str]) -> list[dict[str, Any]] | None:
+        """The warning events of `namespace` about the objects `names`, from memory; None when
+        they are not watched, or not fresh (the caller lists them, then `watch_warnings`)."""
+        with self._lock:
+            self._warnings_needed[namespace] = time.monotonic()
+            informer = self._warnings.get(namespace)
+        if informer is None or not informer.fresh:
+            return None
+        return [event for name in sorted(names) for event in informer.indexed(name)]
+
+    def watch_warnings(self, namespace: str) -> None:
+        """Watch `namespace`'s warning events from now on (a list the caller could make: the
+        informer is never started where listing was refused)."""
+        with self._lock:
+            if namespace in self._warnings:
+                return
+            self._warnings_needed[namespace] = time.monotonic()
+            informer = self._warnings[namespace] = Informer(
+                self.kube,
+                f"warning events in namespace {namespace}",
+                # The API server selects events on `type` for a watch as for a list
+                # (pkg/registry/core/event/strategy.go, ToSelectableFields).
+                lambda k: functools.partial(
+                    k.core.list_namespaced_event, namespace, field_selector="type=Warning"
+                ),
+                event_record,
+                watch_timeout=self.watch_timeout,
+                index=event_about,
+            )
+        informer.start()
+
+    def forget_idle_warnings(self, idle_s: float = WARNINGS_IDLE_S) -> list[str]:
+        """Stop watching the namespaces no refresh has needed the warnings of for `idle_s`;
+        their names."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [
+                namespace
+                for namespace in self._warnings
+                if now - self._warnings_needed.get(namespace, now) > idle_s
+            ]
+            stopped = [self._warnings.pop(namespace) for namespace in idle]
+            for namespace in idle:
+                del self._warnings_needed[namespace]
+        for informer in stopped:
+            informer.stop(timeout=0)  # its thread ends by itself: the refresh does not wait
+        return idle
+
+    def watched_warnings(self) -> dict[str, Informer]:
+        with self._lock:
+            return dict(self._warnings)

@@ -186,6 +186,8 @@ def watch_cache_check(orchestrator: KubernetesOrchestrator, wait: float = HTTP_T
         time.sleep(0.05)
         status = orchestrator.watch_cache_status()
     seen = f"{_resource('nodes', status.nodes)}; {_resource('pods', status.pods)}"
+    for namespace, events in status.warning_events.items():
+        seen += f"; {_resource(f'warning events in {namespace}', events)}"
     if status.fresh:
         return check(name, "pass", f"synced and watching: {seen}")
     return check(

@@ -97,6 +97,12 @@ class WatchCacheStatus(BaseModel):
     fresh: bool = Field(description="Every resource synced and watched: reads come from memory")
     nodes: WatchedResource
     pods: WatchedResource
+    warning_events: dict[str, WatchedResource] = Field(
+        default_factory=dict,
+        description="By namespace: its warning events, watched while a job of ours there waits "
+        "or failed (they explain it); not part of `fresh`: a namespace not watched, or not "
+        "synced, is listed by each refresh",
+    )
 
 
 class ClusterInfo(BaseModel):
