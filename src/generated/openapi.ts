@@ -5280,8 +5280,9 @@ export interface components {
     };
     /**
      * WatchCacheStatus
-     * @description The Kubernetes backend's watch cache of nodes and pods: while `fresh`, requests are
-     *     answered from memory; otherwise they list from the API server directly.
+     * @description The Kubernetes backend's watch cache of nodes and pods (and of the warning events of
+     *     the namespaces where a job of ours waits): while `fresh`, requests are answered from
+     *     memory; otherwise they list from the API server directly.
      */
     WatchCacheStatus: {
       /**

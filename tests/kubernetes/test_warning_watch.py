@@ -168,6 +168,17 @@ def test_the_watch_of_warnings_stops_when_no_job_needs_it(
     assert backend._cache.watched_warnings()[NAMESPACE] is not informer
 
 
+def test_a_closed_backend_starts_no_watch(
+    fresh: EmulatorThread, core: k8s_client.CoreV1Api, backend: KubernetesOrchestrator
+) -> None:
+    """A refresh still running when the server stops starts no watch that would outlive it."""
+    job = waiting_job(fresh, "late")
+    warn(core, "late.1", "late", "FailedCreate", kind="PyTorchJob")
+    backend._cache.stop()
+    assert events_of(backend, job) == ["PyTorchJob late: FailedCreate: FailedCreate (late.1)"]
+    assert backend._cache.watched_warnings() == {}
+
+
 def test_no_watch_where_events_may_not_be_listed(
     fresh: EmulatorThread, backend: KubernetesOrchestrator
 ) -> None:

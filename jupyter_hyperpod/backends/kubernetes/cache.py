@@ -1,4 +1,4 @@
-"""Nodes and pods kept in memory by the informer pattern (client-go's Reflector + Store): list
+"""Nodes, pods and the warning events of a namespace kept in memory by the informer pattern (client-go's Reflector + Store): list
 once, then watch from the list's `resourceVersion`, apply ADDED/MODIFIED/DELETED/BOOKMARK, and list
 again when the version has expired (410 Gone) -- so that a request is answered from memory, not by
 listing thousands of objects (https://kubernetes.io/docs/reference/using-api/api-concepts/
@@ -12,8 +12,8 @@ seen, with backoff (client-go: 800 ms doubling to 30 s); only a 410 costs a full
 the memory only while it is `fresh` (listed, and the watch connected or being renewed after the
 server ended it): otherwise they list directly, so an unreachable API is still an error and not an
 old answer. Only what the views need
-is stored: compact node records, and for pods the fields for GPU accounting (whole objects only for
-the pods of our jobs, without `managedFields`).
+is stored: compact node records, for pods the fields for GPU accounting (whole objects only for
+the pods of our jobs, without `managedFields`), for events what a job's events show.
 """
 
 from __future__ import annotations
@@ -429,6 +429,7 @@ class ClusterCache:
         self._warnings: dict[str, Informer] = {}
         self._warnings_needed: dict[str, float] = {}  # namespace -> monotonic time
         self._started = False
+        self._stopped = False  # (a refresh still running at close starts no new watch)
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -440,6 +441,7 @@ class ClusterCache:
 
     def stop(self) -> None:
         with self._lock:
+            self._stopped = True
             warnings, self._warnings = list(self._warnings.values()), {}
         for informer in [self.nodes, self.pods, *warnings]:
             informer.stop()
@@ -484,7 +486,7 @@ class ClusterCache:
         """Watch `namespace`'s warning events from now on (a list the caller could make: the
         informer is never started where listing was refused)."""
         with self._lock:
-            if namespace in self._warnings:
+            if namespace in self._warnings or self._stopped:
                 return
             self._warnings_needed[namespace] = time.monotonic()
             informer = self._warnings[namespace] = Informer(

@@ -89,8 +89,9 @@ class WatchedResource(BaseModel):
 
 
 class WatchCacheStatus(BaseModel):
-    """The Kubernetes backend's watch cache of nodes and pods: while `fresh`, requests are
-    answered from memory; otherwise they list from the API server directly."""
+    """The Kubernetes backend's watch cache of nodes and pods (and of the warning events of
+    the namespaces where a job of ours waits): while `fresh`, requests are answered from
+    memory; otherwise they list from the API server directly."""
 
     enabled: bool = Field(description="c.KubernetesOrchestrator.watch_cache")
     started: bool = Field(description="Started by the first read that needs it")
