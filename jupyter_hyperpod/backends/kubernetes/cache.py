@@ -1,8 +1,8 @@
-"""Nodes, pods and the warning events of a namespace kept in memory by the informer pattern (client-go's Reflector + Store): list
-once, then watch from the list's `resourceVersion`, apply ADDED/MODIFIED/DELETED/BOOKMARK, and list
-again when the version has expired (410 Gone) -- so that a request is answered from memory, not by
-listing thousands of objects (https://kubernetes.io/docs/reference/using-api/api-concepts/
-#efficient-detection-of-changes).
+"""Nodes, pods and the warning events of a namespace kept in memory by the informer pattern
+(client-go's Reflector + Store): list once, then watch from the list's `resourceVersion`, apply
+ADDED/MODIFIED/DELETED/BOOKMARK, and list again when the version has expired (410 Gone) -- so
+that a request is answered from memory, not by listing thousands of objects
+(https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes).
 
 An informer may keep an index of its records (client-go's `cache.Indexer`): the pods of one
 job, the warning events about one object, found without scanning the rest of the cluster.
@@ -208,20 +208,20 @@ class Informer:
         with self._lock:
             return list(self._indexed.get(value, {}).values())
 
-    def _index_of(self, record: Any) -> str | None:
-        return self.index(record) if self.index is not None else None
+    def _add_to_index(self, indexed: dict[str, dict[str, Any]], key: str, record: Any) -> None:
+        value = self.index(record) if self.index is not None else None
+        if value is not None:
+            indexed.setdefault(value, {})[key] = record
 
     def _store(self, key: str, record: Any) -> None:
         """Store (or replace) one record and keep the index in step; under the lock."""
         self._unstore(key)
         self._items[key] = record
-        value = self._index_of(record)
-        if value is not None:
-            self._indexed.setdefault(value, {})[key] = record
+        self._add_to_index(self._indexed, key, record)
 
     def _unstore(self, key: str) -> None:
         old = self._items.pop(key, None)
-        value = None if old is None else self._index_of(old)
+        value = self.index(old) if old is not None and self.index is not None else None
         if value is not None and value in self._indexed:
             bucket = self._indexed[value]
             bucket.pop(key, None)
@@ -307,9 +307,7 @@ class Informer:
                 break
         indexed: dict[str, dict[str, Any]] = {}
         for key, record in items.items() if self.index is not None else ():
-            value = self._index_of(record)
-            if value is not None:
-                indexed.setdefault(value, {})[key] = record
+            self._add_to_index(indexed, key, record)
         with self._lock:
             self._items, self._indexed = items, indexed
             self.version += 1
