@@ -437,13 +437,7 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
     }
 
     def p50(function: Callable[[], object]) -> float:
-        function()
-        times = []
-        for _ in range(rounds):
-            started = time.perf_counter()
-            function()
-            times.append((time.perf_counter() - started) * 1000)
-        return percentile(times, 0.5)
+        return p50_ms(function, rounds)[0]
 
     emulator = EmulatorThread()
     emulator.start()
@@ -499,7 +493,9 @@ def bench_nodes(counts: list[int], rounds: int, out: Path) -> None:
 
 
 def p50_ms(function: Callable[[], object], rounds: int) -> tuple[float, float]:
-    """The median wall time of `function` and of this thread's CPU in it, in ms."""
+    """The median wall time of `function` and of this thread's CPU in it, in ms, over `rounds`
+    calls after a first one that is not timed."""
+    function()
     times, cpu = [], []
     for _ in range(rounds):
         started, thread = time.perf_counter(), time.thread_time()
