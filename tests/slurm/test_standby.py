@@ -70,6 +70,12 @@ def submitted(fake_slurm: Path) -> dict[int, str]:
     }
 
 
+def started(fake_slurm: Path) -> list[str]:
+    """The pids of the fake sbatch processes that ran their first line."""
+    path = fake_slurm / "started"
+    return path.read_text().split() if path.exists() else []
+
+
 def gone(pid: int, timeout: float = 5.0) -> bool:
     """The process ended and was reaped (no zombie left behind)."""
     deadline = time.monotonic() + timeout
@@ -130,12 +136,17 @@ def test_closing_stops_the_standby_and_starts_no_other(
 ) -> None:
     submit(commands, "#!/bin/sh\ntrue\n")
     waiting = standby_pid(commands)
+    # (Closed before its shell ran a line, it would never say it started: 2 below, not 3.)
+    deadline = time.monotonic() + 10
+    while str(waiting) not in started(fake_slurm):
+        assert time.monotonic() < deadline, "the sbatch started ahead never ran"
+        time.sleep(0.01)
     commands.close()
     assert gone(waiting) and waiting not in submitted(fake_slurm)
     submit(commands, "#!/bin/sh\nafter close\n")
     time.sleep(0.3)
     assert commands.standby.waiting_pid is None
-    assert len((fake_slurm / "started").read_text().split()) == 3
+    assert len(started(fake_slurm)) == 3
 
 
 def test_without_standby_seconds_nothing_is_started_ahead(fake_slurm: Path) -> None:
@@ -144,7 +155,7 @@ def test_without_standby_seconds_nothing_is_started_ahead(fake_slurm: Path) -> N
     submit(commands, "#!/bin/sh\ntrue\n")
     time.sleep(0.3)
     assert commands.standby.waiting_pid is None
-    assert len((fake_slurm / "started").read_text().split()) == 2
+    assert len(started(fake_slurm)) == 2
 
 
 def test_commands_without_input_never_use_or_start_a_standby(
