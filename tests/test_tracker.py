@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from jupyter_hyperpod.backends.local import LocalOrchestrator
-from jupyter_hyperpod.core.backend import JobUpdate, StoredJob
+from jupyter_hyperpod.core.backend import JobUpdate, Launch, StoredJob
 from jupyter_hyperpod.core.errors import BackendUnavailable
 from jupyter_hyperpod.core.models import JobState
 from jupyter_hyperpod.core.service import HyperPodService
@@ -27,6 +27,15 @@ class SlowLocal(LocalOrchestrator):
     down: str | None = None
     running = 0
     most = 0
+    start_gate: threading.Event | None = None
+    """Set: a submit waits for it (a cluster slow to take a job)."""
+    submitting = threading.Event()
+
+    def submit(self, launch: Launch) -> JobUpdate:
+        type(self).submitting.set()
+        if self.start_gate is not None:
+            assert self.start_gate.wait(20)
+        return super().submit(launch)
 
     def refresh(self, jobs: list[StoredJob]) -> dict[str, JobUpdate]:
         type(self).running += 1
@@ -47,6 +56,7 @@ def service(hyperpod_config: dict[str, Any], partition: Path) -> Any:
     )
     settings = HyperPodSettings(**hyperpod_config)
     SlowLocal.delay, SlowLocal.down, SlowLocal.running, SlowLocal.most = 0.0, None, 0, 0
+    SlowLocal.start_gate, SlowLocal.submitting = None, threading.Event()
     made = HyperPodService(settings, SlowLocal(settings=settings))
     yield made
     made.close()
@@ -236,3 +246,33 @@ def test_an_outage_marks_states_stale_and_recovers(service: HyperPodService) -> 
         assert time.monotonic() < deadline, (read, service.jobs().stale_reason)
         time.sleep(0.05)
     assert read.stale_reason is None
+
+
+def test_a_held_jobs_log_reads_empty_while_its_release_is_under_way(
+    service: HyperPodService, partition: Path
+) -> None:
+    """Between the claim of its hold and the backend's answer, a released job is neither held
+    nor placed: its log reads as empty then (not a server error), and as its file after."""
+    (partition / "hello.py").write_text("print('hello after the release')\n")
+    first = service.submit({"name": "first", "command": ["wait.py", "0.5"]})
+    second = service.submit({"name": "second", "command": ["hello.py"], "after": [first.id]})
+    assert second.held is not None
+    reader = service.log_reader(second.id, 0)
+    try:
+        assert reader.read(0, 100) == b""
+        SlowLocal.start_gate, SlowLocal.submitting = threading.Event(), threading.Event()
+        assert SlowLocal.submitting.wait(20), "the second job was never released"
+        record = service.job(second.id)
+        assert record.held is None and record.backend_id is None  # the window
+        assert reader.read(0, 100) == b""
+        assert reader.size() == 0
+        SlowLocal.start_gate.set()
+        deadline = time.monotonic() + 20
+        while not service.job(second.id).state.finished:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert reader.read(0, 100) == b"hello after the release\n"
+    finally:
+        reader.close()
+        if SlowLocal.start_gate is not None:
+            SlowLocal.start_gate.set()

@@ -166,9 +166,12 @@ class JobTracking:
         return reader
 
     def _started_log_reader(self, job_id: str, rank: int) -> LogReader | None:
-        """A held job's log reader once it is started (None while it is still held)."""
+        """A held job's log reader once it is started (None while it is still held, and while
+        its release is under way: hold claimed, the backend's placement not yet recorded)."""
         found = self.book.record(job_id)
         if found is None or found[0].held is not None:
+            return None
+        if found[0].backend_id is None and not found[0].state.finished:
             return None
         return self.log_reader(found[0], found[2], rank)
 
