@@ -266,6 +266,7 @@ def test_a_held_jobs_log_reads_empty_while_its_release_is_under_way(
         assert record.held is None and record.backend_id is None  # the window
         assert reader.read(0, 100) == b""
         assert reader.size() == 0
+        assert service.logs(second.id, tail=10).text == ""  # a reader opened in the window
         SlowLocal.start_gate.set()
         deadline = time.monotonic() + 20
         while not service.job(second.id).state.finished:

@@ -156,7 +156,7 @@ class JobTracking:
 
     def log_reader(self, job: Job, data: dict[str, Any], rank: int) -> LogReader:
         """A rank's log reader; a log file stays inside the partition (no planted symlink)."""
-        if job.held is not None:  # not on the cluster yet: its log once it is (#24 holds)
+        if not placed(job):  # not on the cluster yet: its log once it is (#24 holds)
             return DeferredLogReader(lambda: self._started_log_reader(job.id, rank))
         if job.state.finished and job.started is None and job.backend_id is None:
             return DeferredLogReader(lambda: None)  # ended before it reached the cluster
@@ -166,12 +166,9 @@ class JobTracking:
         return reader
 
     def _started_log_reader(self, job_id: str, rank: int) -> LogReader | None:
-        """A held job's log reader once it is started (None while it is still held, and while
-        its release is under way: hold claimed, the backend's placement not yet recorded)."""
+        """A held job's log reader once it is placed on the cluster (None until then)."""
         found = self.book.record(job_id)
-        if found is None or found[0].held is not None:
-            return None
-        if found[0].backend_id is None and not found[0].state.finished:
+        if found is None or not placed(found[0]):
             return None
         return self.log_reader(found[0], found[2], rank)
 
@@ -215,3 +212,9 @@ class JobTracking:
         if progress:
             update["progress"] = progress
         return job.model_copy(update=update)
+
+
+def placed(job: Job) -> bool:
+    """Whether the job has reached the cluster, or ended without it. A held job has not; nor
+    has one whose release is under way (its hold claimed, the backend's answer not recorded)."""
+    return job.held is None and (job.backend_id is not None or job.state.finished)
