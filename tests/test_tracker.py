@@ -3,6 +3,7 @@ time runs in the background, a failing backend marks states stale instead of fai
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -277,3 +278,36 @@ def test_a_held_jobs_log_reads_empty_while_its_release_is_under_way(
         reader.close()
         if SlowLocal.start_gate is not None:
             SlowLocal.start_gate.set()
+
+
+def test_a_cancel_while_a_held_job_is_being_started_cancels_it_on_the_cluster(
+    service: HyperPodService,
+) -> None:
+    """The cancel waits for the backend's answer, then cancels the job there: it does not
+    answer 500, and the job does not go on running."""
+    first = service.submit({"name": "first", "command": ["wait.py", "0.5"]})
+    second = service.submit({"name": "second", "command": ["wait.py", "60"], "after": [first.id]})
+    SlowLocal.start_gate, SlowLocal.submitting = threading.Event(), threading.Event()
+    assert SlowLocal.submitting.wait(20), "the second job was never released"
+    cancelled: list[Any] = []
+    cancelling = threading.Thread(target=lambda: cancelled.append(service.cancel(second.id)))
+    cancelling.start()
+    time.sleep(0.3)
+    assert cancelling.is_alive(), "the cancel waits for the backend's answer"
+    SlowLocal.start_gate.set()
+    cancelling.join(20)
+    assert cancelled and cancelled[0].state is JobState.CANCELLED, cancelled
+    group = int(cancelled[0].backend_id)  # the local backend's id: the process group
+    deadline = time.monotonic() + 20
+    while _group_alive(group):
+        assert time.monotonic() < deadline, "the cancelled job's processes still run"
+        time.sleep(0.1)
+    assert service.job(second.id).state is JobState.CANCELLED
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True

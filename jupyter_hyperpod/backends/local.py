@@ -89,6 +89,11 @@ class LocalOrchestrator(Orchestrator):
     job_python = "server"
 
     @classmethod
+    def has_job(cls, job: Job, data: dict[str, Any]) -> bool:
+        """Its job directory is recorded (a queued job has no backend id until it starts)."""
+        return LocalState.load(data).job_dir is not None
+
+    @classmethod
     def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
         """This machine, and the GPUs the job was given (CUDA_VISIBLE_DEVICES)."""
         host = socket.gethostname()

@@ -263,6 +263,12 @@ class Orchestrator(LoggingConfigurable):
         return None
 
     @classmethod
+    def has_job(cls, job: Job, data: dict[str, Any]) -> bool:
+        """Whether its submit's answer is recorded (before it, a stored job is being handed to
+        the backend: a held job's release, or a submit, under way). By default: its id here."""
+        return job.backend_id is not None
+
+    @classmethod
     def gpu_placement(cls, job: Job, data: dict[str, Any]) -> GpuPlacement:
         """Where the job's GPUs are (for its GPU figures): by default, its ranks' nodes."""
         return GpuPlacement(nodes=ranks_nodes(job), this_machine=cls.jobs_run_here)

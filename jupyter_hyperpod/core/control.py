@@ -59,6 +59,10 @@ class JobControl:
         if held is not None:
             self.nudge()
             return held
+        if not self.book.placed(job, data):  # being handed to the backend: cancelled there
+            job, data = self.book.get_placed(job_id)
+            if job.state.finished:
+                return job
         update = self.connection.orchestrator.cancel(stored(job, data))
         if update.state is None or not update.state.finished:
             update.state = JobState.CANCELLED

@@ -10,7 +10,7 @@ from typing import Any
 
 from .backend import JobUpdate, StoredJob
 from .connection import Connection
-from .errors import NotConnected, NotFound
+from .errors import Conflict, NotConnected, NotFound
 from .models import Job, JobSpec, JobState
 from .partition import check_text
 from .registry import state_class
@@ -30,6 +30,9 @@ SAVED_FIELDS = (
     "events",
 )
 """The record's fields a backend's update may change."""
+
+PLACEMENT_WAIT = 30.0
+"""Seconds an action on a job whose release is under way waits for the backend's answer."""
 
 
 class JobBook:
@@ -83,6 +86,31 @@ class JobBook:
         if elsewhere:
             raise NotConnected(elsewhere, field="id")
         return job, data
+
+    def placed(self, job: Job, data: dict[str, Any]) -> bool:
+        """Whether the job has reached the cluster, or ended without it. A held job has not;
+        nor has one being handed to the backend (a release or a submit under way)."""
+        if job.held is not None:
+            return False
+        return job.state.finished or self.connection.orchestrator.has_job(job, data)
+
+    def get_placed(
+        self, job_id: str, *, timeout: float = PLACEMENT_WAIT, poll: float = 0.05
+    ) -> tuple[Job, dict[str, Any]]:
+        """`get`, once the job is placed on the cluster or ended: one being handed to the
+        backend (its hold claimed, never given back) is waited for, as long as a submit may
+        take."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job, data = self.get(job_id)
+            if self.placed(job, data):
+                return job, data
+            if time.monotonic() >= deadline:
+                raise Conflict(
+                    f"job '{job_id}' is being started on the cluster: try again in a moment",
+                    field="id",
+                )
+            time.sleep(poll)
 
     def elsewhere(self, job: Job, cluster: str) -> str | None:
         """Why a job is not on the connected cluster (None when it is)."""

@@ -156,7 +156,7 @@ class JobTracking:
 
     def log_reader(self, job: Job, data: dict[str, Any], rank: int) -> LogReader:
         """A rank's log reader; a log file stays inside the partition (no planted symlink)."""
-        if not placed(job):  # not on the cluster yet: its log once it is (#24 holds)
+        if not self.book.placed(job, data):  # not on the cluster yet: its log once it is
             return DeferredLogReader(lambda: self._started_log_reader(job.id, rank))
         if job.state.finished and job.started is None and job.backend_id is None:
             return DeferredLogReader(lambda: None)  # ended before it reached the cluster
@@ -168,7 +168,7 @@ class JobTracking:
     def _started_log_reader(self, job_id: str, rank: int) -> LogReader | None:
         """A held job's log reader once it is placed on the cluster (None until then)."""
         found = self.book.record(job_id)
-        if found is None or not placed(found[0]):
+        if found is None or not self.book.placed(found[0], found[2]):
             return None
         return self.log_reader(found[0], found[2], rank)
 
@@ -212,9 +212,3 @@ class JobTracking:
         if progress:
             update["progress"] = progress
         return job.model_copy(update=update)
-
-
-def placed(job: Job) -> bool:
-    """Whether the job has reached the cluster, or ended without it. A held job has not; nor
-    has one whose release is under way (its hold claimed, the backend's answer not recorded)."""
-    return job.held is None and (job.backend_id is not None or job.state.finished)
