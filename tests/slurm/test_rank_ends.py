@@ -148,7 +148,15 @@ def test_signals_reach_the_program_under_the_rank_shell(
         0: [0],
         1: [0],
     }
-    update = backend.refresh([tracked.job])[tracked.job.id]
+    # The ranks' records are read once Slurm has ended the job, which may lag their last line
+    # (the batch step's teardown): refresh until it has.
+    deadline = time.monotonic() + 60
+    while True:
+        update = backend.refresh([tracked.job]).get(tracked.job.id)
+        if update is not None and update.state is not None and update.state.finished:
+            break
+        assert time.monotonic() < deadline, update
+        time.sleep(0.3)
     assert [(r.state, r.exit_code) for r in update.ranks or []] == [("SUCCEEDED", 0)] * 2
 
 
