@@ -608,6 +608,10 @@ class _RecordingBuses(dict[Any, _RecordingBus]):
         return bus
 
 
+STOP_GRACE_S = 2.0
+"""Seconds a stopping server waits for its connections to end before it drops them."""
+
+
 class EmulatorThread:
     """The emulator on 127.0.0.1 in its own event loop thread; the server can be stopped and
     restarted on the same port (an API server outage)."""
@@ -657,8 +661,18 @@ class EmulatorThread:
             if self.server is not None:
                 assert self.emulator is not None
                 self.emulator.serving = False
-                await self.server.__aexit__(None, None, None)
-                self.server = None
+                server, self.server = self.server, None
+                closing = asyncio.ensure_future(server.__aexit__(None, None, None))
+                await asyncio.wait({closing}, timeout=STOP_GRACE_S)
+                if not closing.done():
+                    # A client connecting as aiohttp stops (a watch started again the moment
+                    # the last one ended) gets a connection that its graceful shutdown never
+                    # closes: it waits out the 60-s shutdown_timeout. The API server's outage
+                    # drops every connection, and so does the double after a moment.
+                    web_server = server.server.runner.server if server.server.runner else None
+                    for connection in web_server.connections if web_server else []:
+                        connection.force_close()
+                await closing
 
         self.run(leave())
 
