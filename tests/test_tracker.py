@@ -14,7 +14,8 @@ import pytest
 from jupyter_hyperpod.backends.local import LocalOrchestrator
 from jupyter_hyperpod.core.backend import JobUpdate, Launch, StoredJob
 from jupyter_hyperpod.core.errors import BackendUnavailable
-from jupyter_hyperpod.core.models import JobState
+from jupyter_hyperpod.core.jobbook import LEFT_BEHIND
+from jupyter_hyperpod.core.models import Job, JobSpec, JobState
 from jupyter_hyperpod.core.service import HyperPodService
 from jupyter_hyperpod.core.settings import HyperPodSettings
 from jupyter_hyperpod.core.tracker import Tracker
@@ -258,6 +259,7 @@ def test_a_held_jobs_log_reads_empty_while_its_release_is_under_way(
     first = service.submit({"name": "first", "command": ["wait.py", "0.5"]})
     second = service.submit({"name": "second", "command": ["hello.py"], "after": [first.id]})
     assert second.held is not None
+    service.store.update(second.id, owner="a-server-that-stopped")  # stored by another server
     reader = service.log_reader(second.id, 0)
     try:
         assert reader.read(0, 100) == b""
@@ -265,6 +267,9 @@ def test_a_held_jobs_log_reads_empty_while_its_release_is_under_way(
         assert SlowLocal.submitting.wait(20), "the second job was never released"
         record = service.job(second.id)
         assert record.held is None and record.backend_id is None  # the window
+        # Its release is this server's now, whoever stored it: not a start left behind.
+        assert service.store.owner_of(second.id) == service.owner
+        assert not service.book.left_behind(*service.book.get(second.id))
         assert reader.read(0, 100) == b""
         assert reader.size() == 0
         assert service.logs(second.id, tail=10).text == ""  # a reader opened in the window
@@ -311,3 +316,26 @@ def _group_alive(group: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_start_left_behind_by_a_stopped_server_fails_and_cancels_at_once(
+    service: HyperPodService,
+) -> None:
+    """A record stored and never handed to the cluster by a server that stopped (killed between
+    the two): a cancel does not wait for it, and the job says what happened."""
+    job = Job(
+        id="orphan-0a1b2c",
+        name="orphan",
+        user=service.settings.user,
+        orchestrator="local",
+        state=JobState.PENDING,
+        created=time.time() - 5,
+        spec=JobSpec(name="orphan", command=["wait.py", "1"]),
+    )
+    service.tracker.stop()  # the cancel finds it out itself (the tracker's refresh does too)
+    service.store.insert(job, service.cluster_name, {}, owner="a-server-that-stopped")
+    started = time.monotonic()
+    cancelled = service.cancel(job.id)
+    assert time.monotonic() - started < 5
+    assert cancelled.state is JobState.FAILED
+    assert cancelled.state_reason == LEFT_BEHIND

@@ -339,11 +339,8 @@ class LocalOrchestrator(Orchestrator):
     def _refresh_one(self, job: StoredJob) -> JobUpdate | None:
         facts = _state(job)
         if not facts.job_dir:
-            # Stored, not yet handed to us: being submitted right now (by this process or
-            # another), unless the process that submitted it is gone (killed in between).
-            if self._store is not None and not self._store.owner_alive(job.id):
-                reason = "the submission did not complete (the process that submitted it is gone)"
-                return JobUpdate(state=JobState.FAILED, state_reason=reason, ended=time.time())
+            # Stored, not yet handed to us: being submitted right now, by this process or
+            # another (one left behind by a stopped server is the core's: JobBook.left_behind).
             return None
         job_dir = facts.path
         if job.state == JobState.PENDING and not facts.pid:

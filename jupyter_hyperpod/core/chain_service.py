@@ -78,6 +78,7 @@ class ChainService:
         user: str,
         scope: Scope,
         *,
+        owner: str,
         native: Callable[[], bool],
         start_spec: Callable[[JobSpec, str | None], Job],
         start_stored: Callable[[str], object],
@@ -99,6 +100,7 @@ class ChainService:
             self.jobs,
             start=start_stored,
             cancel=self.cancel,
+            owner=owner,
             gates=[AfterGate(native=native)],
         )
         """The hold engine (`core/holds.py`): other gates join with `releaser.add_gate`."""
@@ -153,7 +155,7 @@ class ChainService:
 
     def cancel_held(self, job: Job, reason: str = "cancelled before it started") -> Job | None:
         """The user's cancel of a held job (None when it is not held: cancel it on the cluster)."""
-        if job.held is None or not self.store.claim_held(job.id):
+        if job.held is None or not self.store.claim_held(job.id, self.releaser.owner):
             return None
         self.cancel(job, reason)
         return self.jobs.record(job.id)

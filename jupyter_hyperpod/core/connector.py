@@ -103,8 +103,10 @@ class Connector:
                 self.store.update(job_id, data=current)
 
     def bind_store(self, orchestrator: Orchestrator) -> None:
+        # Alive from the start (the tracker renews it): a submit before the first refresh is
+        # not taken for one left behind (JobBook.left_behind).
+        self.store.renew_lease(self.owner, LEASE_SECONDS)
         if orchestrator.queues_in_job_store:
-            self.store.renew_lease(self.owner, LEASE_SECONDS)
             orchestrator.bind_store(self.store, self.owner)
 
     def use_orchestrator(self, kind: str, **traits: Any) -> ClusterInfo:

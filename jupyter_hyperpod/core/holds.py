@@ -95,8 +95,9 @@ class Released:
 class HoldStore(Protocol):
     """What the releaser changes in the job store (the service's `JobStore`)."""
 
-    def claim_held(self, job_id: str) -> bool:
-        """Clear the hold of a still held PENDING job; True for the one caller that did."""
+    def claim_held(self, job_id: str, owner: str) -> bool:
+        """Clear the hold of a still held PENDING job, `owner` its new owner; True for the one
+        caller that did."""
         ...
 
     def set_held(self, job_id: str, reason: str) -> None: ...
@@ -116,10 +117,13 @@ class Releaser:
         *,
         start: Callable[[str], object],
         cancel: Callable[[Job, str], object],
+        owner: str,
         gates: Sequence[Gate] = (),
         max_releases: int = MAX_RELEASES,
     ) -> None:
         self.store = store
+        self.owner = owner
+        """This service's lease (`JobStore.renew_lease`): the owner of the jobs it releases."""
         self.jobs = jobs
         self.start = start
         self.cancel = cancel
@@ -156,7 +160,7 @@ class Releaser:
                     continue
                 verdict = self.judge(current)
                 if verdict.kind == "doomed":
-                    if current.held is None or self.store.claim_held(current.id):
+                    if current.held is None or self.store.claim_held(current.id, self.owner):
                         self.cancel(current, verdict.reason)
                         done.doomed.append(current.id)
                 elif current.held is None:
@@ -165,7 +169,9 @@ class Releaser:
                     if verdict.reason != current.held:
                         self.store.set_held(current.id, verdict.reason)
                     done.waiting.append(current.id)
-                elif len(done.started) < self.max_releases and self.store.claim_held(current.id):
+                elif len(done.started) < self.max_releases and self.store.claim_held(
+                    current.id, self.owner
+                ):
                     try:
                         self.start(current.id)
                     except Exception:  # start records its own failure on the job

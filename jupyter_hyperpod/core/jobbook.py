@@ -31,6 +31,11 @@ SAVED_FIELDS = (
 )
 """The record's fields a backend's update may change."""
 
+LEFT_BEHIND = (
+    "the submission did not complete: the server that submitted it stopped before it recorded "
+    "the cluster's answer (a job the cluster took is in its queue, to adopt)"
+)
+
 PLACEMENT_WAIT = 30.0
 """Seconds an action on a job whose release is under way waits for the backend's answer."""
 
@@ -105,12 +110,28 @@ class JobBook:
             job, data = self.get(job_id)
             if self.placed(job, data):
                 return job, data
+            if self.left_behind(job, data):
+                return self.fail_left_behind(job, data), data
             if time.monotonic() >= deadline:
                 raise Conflict(
                     f"job '{job_id}' is being started on the cluster: try again in a moment",
                     field="id",
                 )
             time.sleep(poll)
+
+    def left_behind(self, job: Job, data: dict[str, Any]) -> bool:
+        """A job whose start was under way in a server that stopped (killed between storing
+        it and recording the cluster's answer): not held, not placed, its owner's lease gone."""
+        if job.state is not JobState.PENDING or self.placed(job, data) or job.held is not None:
+            return False
+        return not self.store.owner_alive(job.id)
+
+    def fail_left_behind(self, job: Job, data: dict[str, Any]) -> Job:
+        """Record a job left behind as FAILED, with why (a job the cluster took just before
+        is in its queue, to adopt)."""
+        return self.save(
+            job, data, JobUpdate(state=JobState.FAILED, state_reason=LEFT_BEHIND, ended=time.time())
+        )
 
     def elsewhere(self, job: Job, cluster: str) -> str | None:
         """Why a job is not on the connected cluster (None when it is)."""

@@ -125,6 +125,7 @@ class HyperPodService:
             self.store,
             settings.user,
             connection.scope,
+            owner=self.owner,
             native=lambda: self.orchestrator.holds_dependencies,
             start_spec=lambda spec, rerun_of: self.submission.submit(spec, rerun_of=rerun_of),
             start_stored=lambda job_id: self.submission.start_stored(job_id),

@@ -325,14 +325,15 @@ class JobStore:
         return None
 
     # -- held jobs (core/holds.py) and chains (core/chains.py) ------------------------------
-    def claim_held(self, job_id: str) -> bool:
+    def claim_held(self, job_id: str, owner: str) -> bool:
         """Clear the hold of a still held PENDING job (one write): True for the one caller,
-        whichever process, that did; it then starts or cancels the job."""
+        whichever process, that did; it then starts or cancels the job, as its new `owner`
+        (the lease that says a start under way is not one left behind)."""
         with self._cursor() as cursor:
             cursor.execute(
-                "UPDATE jobs SET held = NULL WHERE id = ? AND state = 'PENDING' "
+                "UPDATE jobs SET held = NULL, owner = ? WHERE id = ? AND state = 'PENDING' "
                 "AND held IS NOT NULL",
-                (job_id,),
+                (owner, job_id),
             )
             return cursor.rowcount == 1
 

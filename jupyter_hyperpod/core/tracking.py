@@ -101,8 +101,16 @@ class JobTracking:
         """One batched status query for all unfinished jobs; updates the store."""
         with self.connection.lock:
             rows, _ = self.book.query([JobState.PENDING, JobState.RUNNING])
+            left = {job.id for job, _, data in rows if self.book.left_behind(job, data)}
+            for job, _, data in rows:
+                if job.id in left:
+                    self.book.fail_left_behind(job, data)
             # A held job is not on the cluster yet: the hold engine releases it (#24).
-            asked = [stored(job, data) for job, _, data in rows if job.held is None]
+            asked = [
+                stored(job, data)
+                for job, _, data in rows
+                if job.held is None and job.id not in left
+            ]
             if asked:
                 updates = self.connection.orchestrator.refresh(asked)
                 for job, _, data in rows:
