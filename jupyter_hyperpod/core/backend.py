@@ -265,7 +265,9 @@ class Orchestrator(LoggingConfigurable):
     @classmethod
     def has_job(cls, job: Job, data: dict[str, Any]) -> bool:
         """Whether its submit's answer is recorded (before it, a stored job is being handed to
-        the backend: a held job's release, or a submit, under way). By default: its id here."""
+        the backend: a held job's release, or a submit, under way; or was, by a server that
+        stopped). By default: its id here; a backend whose submit may answer without an id (a
+        job it queues) says it from its own state."""
         return job.backend_id is not None
 
     @classmethod
