@@ -37,7 +37,7 @@ LEFT_BEHIND = (
 )
 
 PLACEMENT_WAIT = 30.0
-"""Seconds an action on a job whose release is under way waits for the backend's answer."""
+"""Seconds a cancel of a job being handed to the backend waits for the backend's answer."""
 
 
 class JobBook:
@@ -122,7 +122,7 @@ class JobBook:
     def left_behind(self, job: Job, data: dict[str, Any]) -> bool:
         """A job whose start was under way in a server that stopped (killed between storing
         it and recording the cluster's answer): not held, not placed, its owner's lease gone."""
-        if job.state is not JobState.PENDING or self.placed(job, data) or job.held is not None:
+        if job.held is not None or job.state is not JobState.PENDING or self.placed(job, data):
             return False
         return not self.store.owner_alive(job.id)
 

@@ -101,10 +101,11 @@ class JobTracking:
         """One batched status query for all unfinished jobs; updates the store."""
         with self.connection.lock:
             rows, _ = self.book.query([JobState.PENDING, JobState.RUNNING])
-            left = {job.id for job, _, data in rows if self.book.left_behind(job, data)}
+            left = set()
             for job, _, data in rows:
-                if job.id in left:
+                if self.book.left_behind(job, data):
                     self.book.fail_left_behind(job, data)
+                    left.add(job.id)
             # A held job is not on the cluster yet: the hold engine releases it (#24).
             asked = [
                 stored(job, data)
