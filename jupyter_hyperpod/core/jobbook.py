@@ -41,12 +41,14 @@ PLACEMENT_WAIT = 30.0
 
 
 class JobBook:
-    """One user's job records on the connected cluster (`connection` is read live)."""
+    """One user's job records on the connected cluster (`connection` is read live); `owner`:
+    the service's lease in the store, written on every job it stores (`left_behind`)."""
 
-    def __init__(self, store: JobStore, connection: Connection, user: str) -> None:
+    def __init__(self, store: JobStore, connection: Connection, user: str, owner: str) -> None:
         self.store = store
         self.connection = connection
         self.user = user
+        self.owner = owner
 
     def query(
         self,
@@ -153,9 +155,10 @@ class JobBook:
             id=job_id, name=spec.name, user=self.user, orchestrator=kind, spec=spec, **fields
         )
 
-    def insert(self, job: Job, data: dict[str, Any], *, owner: str | None = None) -> None:
-        """Store a new job, bound to the connected cluster (`owner`: the service starting it)."""
-        self.store.insert(job, self.connection.cluster_name, data, owner=owner)
+    def insert(self, job: Job, data: dict[str, Any]) -> None:
+        """Store a new job, bound to the connected cluster, owned by this service (while it
+        hands the job to the cluster, its lease says the start is not one left behind)."""
+        self.store.insert(job, self.connection.cluster_name, data, owner=self.owner)
 
     def save(self, job: Job, data: dict[str, Any], update: JobUpdate) -> Job:
         """Apply a backend's update to the record and store what changed."""

@@ -106,7 +106,7 @@ class HyperPodService:
         self.owner = f"{socket.gethostname()}:{threading.get_native_id()}:{secrets.token_hex(6)}"
         """This service's lease in the job store: the local queue starts only its own jobs and
         those of owners that are gone (core/store.py `claim_start`)."""
-        self.book = book = JobBook(self.store, connection, settings.user)
+        self.book = book = JobBook(self.store, connection, settings.user, self.owner)
         self.paths = paths = ClusterPaths(settings, connection, partition)
         self.connector = Connector(
             settings,
@@ -165,7 +165,6 @@ class HyperPodService:
             book,
             self.snapshots,
             self.chains,
-            owner=self.owner,
             nudge=self._nudge,
             python=lambda: self.specs.template_context().python,
         )

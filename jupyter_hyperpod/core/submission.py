@@ -64,7 +64,6 @@ class Submission:
         snapshots: Snapshotter,
         gates: Gates,
         *,
-        owner: str,
         nudge: Callable[[], None],
         python: Callable[[], str],
     ) -> None:
@@ -74,7 +73,6 @@ class Submission:
         self.book = book
         self.snapshots = snapshots
         self.gates = gates
-        self.owner = owner
         self.nudge = nudge
         self.python = python
 
@@ -158,7 +156,7 @@ class Submission:
             job.held = job.state_reason = verdict.reason
         data = {"mlflow_uri": launch.env["MLFLOW_TRACKING_URI"]}
         try:
-            self.book.insert(job, data, owner=self.owner)
+            self.book.insert(job, data)
         except (UnicodeError, ValueError) as error:
             self.snapshots.remove(job_id)
             raise InvalidRequest(f"the job cannot be stored: {error}") from None

@@ -120,6 +120,9 @@ def test_trainjob_found_checked_created_and_tracked(
     applied = service.apply(TRAINJOB, filename="tj.yaml")
     job = applied.job
     assert job is not None and job.spec.kind == "TrainJob" and job.spec.nodes == 2
+    # Stored as this server's: while it is handed to the cluster, a refresh never takes it for
+    # a start left behind by a stopped server (JobBook.left_behind).
+    assert service.store.owner_of(job.id) == service.owner
     created = read_trainjob(trainer_cluster, "kubeflow", "tj-finetune")
     assert created["metadata"]["labels"]["hyperpod.jupyter.org/job-id"] == job.id
 
