@@ -608,8 +608,11 @@ class _RecordingBuses(dict[Any, _RecordingBus]):
         return bus
 
 
-STOP_GRACE_S = 2.0
-"""Seconds a stopping server waits for its connections to end before it drops them."""
+STOP_GRACE_S = 5.0
+"""Seconds a stopping server waits for a connection that sends no request before it drops it:
+Go's `http.Server.Shutdown`, which kube-apiserver stops with, closes idle connections at once
+and a new one whose first request header has not come in over 5 seconds (net/http server.go
+`closeIdleConns`, Go issue 22682)."""
 
 
 class EmulatorThread:
@@ -666,9 +669,10 @@ class EmulatorThread:
                 await asyncio.wait({closing}, timeout=STOP_GRACE_S)
                 if not closing.done():
                     # A client connecting as aiohttp stops (a watch started again the moment
-                    # the last one ended) gets a connection that its graceful shutdown never
-                    # closes: it waits out the 60-s shutdown_timeout. The API server's outage
-                    # drops every connection, and so does the double after a moment.
+                    # the last one ended) gets a connection that aiohttp's graceful shutdown
+                    # never closes: it would wait out its 60-s shutdown_timeout. Go's closes
+                    # such a connection (STOP_GRACE_S); every stream of the double has ended
+                    # by then (`serving` is False), so what is left is closed here.
                     web_server = server.server.runner.server if server.server.runner else None
                     for connection in web_server.connections if web_server else []:
                         connection.force_close()
