@@ -89,6 +89,8 @@ class ChainService:
         self.jobs = UserJobs(store, user, scope)
         self.store = store
         self.scope = scope
+        self.owner = owner
+        """This service's lease: the owner of a held job whose hold it claims."""
         self.native = native
         self.start_spec = start_spec
         self.spec_from_body = spec_from_body
@@ -155,7 +157,7 @@ class ChainService:
 
     def cancel_held(self, job: Job, reason: str = "cancelled before it started") -> Job | None:
         """The user's cancel of a held job (None when it is not held: cancel it on the cluster)."""
-        if job.held is None or not self.store.claim_held(job.id, self.releaser.owner):
+        if job.held is None or not self.store.claim_held(job.id, self.owner):
             return None
         self.cancel(job, reason)
         return self.jobs.record(job.id)

@@ -175,7 +175,7 @@ class JobTracking:
         return reader
 
     def _started_log_reader(self, job_id: str, rank: int) -> LogReader | None:
-        """A held job's log reader once it is placed on the cluster (None until then)."""
+        """A job's log reader once it is placed on the cluster (None until then)."""
         found = self.book.record(job_id)
         if found is None or not self.book.placed(found[0], found[2]):
             return None
