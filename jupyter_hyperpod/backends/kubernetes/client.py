@@ -108,6 +108,12 @@ class KubeClient:
             ) from exc
         # Fail fast when the API server is down; the caller retries on its next refresh.
         configuration.retries = 0
+        # The client works out the environment's proxy again whenever `host` is set
+        # (`Configuration.host`'s setter reads all of os.environ), and the kubeconfig loader's
+        # token hook sets `host` before every request (`kube_config._set_config`): 14% of a pod
+        # log request's CPU here (0.34 ms, 0.30 without). Setting the proxy it worked out for
+        # this host keeps it, as the environment gave it.
+        configuration.proxy = configuration.proxy
         self.host = configuration.host
         if not self.context and existing:
             self.context_name = _current_context(existing) or ""
