@@ -54,6 +54,8 @@ def test_requests_do_not_read_the_environment_again(
 def test_the_environments_proxy_and_exceptions_still_apply(
     k8s: EmulatorThread, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for name in ("http_proxy", "no_proxy", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)  # (lower case wins over upper case)
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     kube = KubeClient(kubeconfig=str(kubeconfig))
